@@ -91,7 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         caches = {"lab-a": root / "cache-a", "lab-b": root / "cache-b"}
         with (
             ray_cluster(home, url, caches) as cluster,
-            served(cluster, free_port(), "--cluster", ADDRESS, agent_token=tokens["reader"]) as at,
+            served(
+                cluster,
+                free_port(),
+                "--cluster",
+                ADDRESS,
+                "--allow-spread",
+                agent_token=tokens["reader"],
+            ) as at,
         ):
             locks = {
                 mode: _lock(cluster, root, f"m{i}", args.epochs, distributed)

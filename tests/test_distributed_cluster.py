@@ -103,7 +103,9 @@ def world(tmp_path_factory: pytest.TempPathFactory, cnn_catalog_dir: Path) -> It
         ray_cluster(
             root / "home", url, {"lab-a": root / "cache-a", "lab-b": root / "cache-b"}
         ) as cluster,
-        served(cluster, PORT, "--cluster", ADDRESS, agent_token=tokens["reader"]) as server,
+        served(
+            cluster, PORT, "--cluster", ADDRESS, "--allow-spread", agent_token=tokens["reader"]
+        ) as server,
     ):
         yield World(cluster, server, tokens, root)
 
@@ -187,6 +189,31 @@ def test_a_spread_run_on_other_than_its_count_of_systems_is_refused_and_nothing_
     assert code == 1, err
     assert "distributed.systems = 2: name exactly 2 systems with --on" in err
     assert world.runs() == before
+
+
+def test_a_system_whose_share_of_the_ranks_fails_fails_the_run_naming_it(world: World) -> None:
+    """Rank 1's agent finds its copy of the model's weights changed (its cache tampered
+    with): its evaluation fails before its ranks start, the run fails naming that system, and
+    rank 0's evaluation, waiting for its peer, is cancelled (the run ends well before the
+    ranks' rendezvous would time out)."""
+    import time
+
+    lock = world.lock("spread-tampered", {"scheme": "allreduce", "workers": 2, "systems": 2})
+    pinned = Lockfile.from_bytes(lock.read_bytes(), source="the test's lockfile")
+    (weights,) = [f for f in pinned_files(pinned, "model") if f.path.endswith(".safetensors")]
+    blob = world.root / "cache-b" / "blobs" / weights.sha256[:2] / weights.sha256
+    assert blob.is_file()  # fetched by the spread runs before
+    blob.chmod(0o644)
+    original = blob.read_bytes()
+    blob.write_bytes(bytes(len(original)))
+    started = time.monotonic()
+    try:
+        code, out, err = world.run_on(lock, "lab-a", "lab-b")
+    finally:
+        blob.unlink()  # fetched again by the next run that needs it
+    assert code != 0, out
+    assert "ranks on system lab-b:" in err, err
+    assert time.monotonic() - started < 100
 
 
 def test_more_workers_than_any_agent_has_cores_is_refused_and_nothing_queued(

@@ -169,7 +169,8 @@ def test_workers_this_machine_cannot_host_are_refused_and_nothing_recorded(
         ({"scheme": "ddp", "workers": 0}, "distributed.workers must be between 1 and 64, got 0"),
         ({"scheme": "mavg", "workers": 2}, "scheme mavg needs average_every"),
         ({"scheme": "ddp", "workers": 3, "systems": 2}, "systems = 2 does not divide workers"),
-        ({"scheme": "ddp", "workers": 2, "systems": 0}, "distributed.systems must be between"),
+        # one system is said by leaving it out: a lockfile's digest has one spelling
+        ({"scheme": "ddp", "workers": 2, "systems": 1}, "distributed.systems must be between"),
         ({"scheme": "ddp", "workers": 2, "systems": 65}, "distributed.systems must be between"),
     ],
 )
@@ -245,18 +246,22 @@ def test_a_cluster_places_the_workers_on_a_system_with_a_core_each(home: Home) -
 
 
 def test_systems_named_for_a_spread_run_are_one_run_rank_0_on_the_first(home: Home) -> None:
-    from pinbench.cluster.spread import runs_of
+    from pinbench.cluster.spread import SpreadRefused, runs_of
 
-    assert runs_of(_lock(home.ws, systems=2), ["b", "a"], named=True) == [["b", "a"]]
-    assert runs_of(_lock(home.ws), ["a", "b"], named=True) == [["a"], ["b"]]
+    spread = _lock(home.ws, systems=2)
+    assert runs_of(spread, ["b", "a"], named=True, allowed=True) == [["b", "a"]]
+    assert runs_of(_lock(home.ws), ["a", "b"], named=True, allowed=False) == [["a"], ["b"]]
+    # its ranks' sandboxes keep the agents' network: the server's operator decides
+    with pytest.raises(SpreadRefused, match="pinbench serve --allow-spread"):
+        runs_of(spread, ["b", "a"], named=True, allowed=False)
 
 
 def test_every_system_of_a_spread_run_on_all_is_cut_into_runs_or_refused(home: Home) -> None:
     from pinbench.cluster.spread import SpreadRefused, runs_of
 
     lock, chosen = _lock(home.ws, systems=2), ["a", "b", "c", "d"]
-    assert runs_of(lock, chosen, named=False) == [["a", "b"], ["c", "d"]]
+    assert runs_of(lock, chosen, named=False, allowed=True) == [["a", "b"], ["c", "d"]]
     with pytest.raises(SpreadRefused, match="--on all found 3, not a multiple of 2"):
-        runs_of(lock, chosen[:3], named=False)
+        runs_of(lock, chosen[:3], named=False, allowed=True)
     with pytest.raises(SpreadRefused, match="name exactly 2 systems with --on"):
-        runs_of(lock, ["a"], named=True)
+        runs_of(lock, ["a"], named=True, allowed=True)

@@ -132,7 +132,7 @@ def cluster_of(settings: ServerSettings) -> Cluster | None:
             f"serve --cluster needs {AGENT_TOKEN_ENV} (a token with the 'read' scope, which "
             "agents download blobs with) and the URL agents reach this server at"
         )
-    return Cluster(settings.cluster, settings.agent_url, token)
+    return Cluster(settings.cluster, settings.agent_url, token, settings.allow_spread)
 
 
 def create_app(ws: Workspace, settings: ServerSettings | None = None) -> Litestar:

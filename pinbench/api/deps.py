@@ -50,6 +50,9 @@ class ServerSettings:
     """The runners queued runs may use (``serve --runners``)."""
     cluster: str | None = None
     """The Ray cluster whose agents run this server's runs placed ``on`` systems."""
+    allow_spread: bool = False
+    """The operator's ``serve --allow-spread``: a training's ranks may be spread over agents,
+    whose sandboxes then keep the agents' network."""
     agent_url: str | None = None
     """This server's URL as the agents reach it (their blob downloads)."""
     warm: bool = False

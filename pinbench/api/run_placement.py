@@ -77,11 +77,14 @@ def submitter(ws: Workspace, run_id: str) -> str | None:
 @dataclass(frozen=True)
 class Cluster:
     """``serve --cluster``: the Ray cluster's address, this server's URL as agents reach it,
-    and the token (``read`` scope) agents download blobs with."""
+    and the token (``read`` scope) agents download blobs with; whether the operator lets a
+    training spread its ranks over agents."""
 
     address: str
     agent_url: str
     token: str = field(repr=False)
+    spread: bool = False
+    """``serve --allow-spread``: a training's ranks may be spread over agents."""
 
     def on(self, system: str, peers: Sequence[str], allowed: tuple[str, ...]) -> OnSystem:
         """Where a run on ``system`` goes (with a spread training's other systems, ``peers``),

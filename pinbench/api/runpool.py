@@ -173,7 +173,7 @@ class RunPool:
         check_server_policy(lock, self.allow_pickle, self.allow_code)
         candidates = systems_of(self.ws, cluster.address, self._facts)
         systems = choose_for(lock.body, candidates, None if on == ["all"] else on)
-        runs = runs_of(lock, systems, named=on != ["all"])
+        runs = runs_of(lock, systems, named=on != ["all"], allowed=cluster.spread)
         ids = [str(uuid.uuid4()) for _ in runs]
         self._take(ids, user)
         queued: list[str] = []

@@ -93,6 +93,17 @@ WORKER_HEALTHCHECK_S = 60
     ),
 )
 @click.option(
+    "--allow-spread",
+    "allow_spread",
+    is_flag=True,
+    default=False,
+    help=(
+        "Let a training spread its ranks over several agents "
+        "(distributed.systems): their sandboxes keep the agents' network, "
+        "which ranks on other machines need. Off: refused before it is queued."
+    ),
+)
+@click.option(
     "--agent-url",
     "agent_url",
     type=str,
@@ -210,6 +221,7 @@ def serve(
     allowed_host: list[str] | None = None,
     cluster: str | None = None,
     agent_url: str | None = None,
+    allow_spread: bool = False,
     warm: bool = False,
     price_per_hour: float | None = None,
     runs_per_user: int = 8,
@@ -301,6 +313,7 @@ def serve(
         allowed_hosts=allowed_hosts,
         cluster=cluster,
         agent_url=agent_url if cluster is not None else None,
+        allow_spread=allow_spread,
         warm=warm,
         runs_per_user=runs_per_user,
         drain_s=drain_seconds,

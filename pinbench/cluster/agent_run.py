@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pinbench.artifacts.digest import Digest
 from pinbench.artifacts.store import BlobStore
 from pinbench.config import Settings
-from pinbench.errors import PinbenchError
+from pinbench.errors import PinbenchError, UserError
 from pinbench.registry.lockfile import LockedArtifact, LockedFile, Lockfile
 from pinbench.worker.stop import RunStopped, Stop
 from pinbench.workspace import Workspace
@@ -74,6 +74,14 @@ def fetch_pinned(store: BlobStore, lock: Lockfile, server: str, token: str, say:
     finally:
         remote.close()
     return fetched
+
+
+class RanksFailed(UserError):
+    """This agent's share of a spread training's ranks failed (``reason``: its error)."""
+
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def run_here(
@@ -149,6 +157,8 @@ def run_here(
             raise  # the server asked: it records the run as it ends there
         except PinbenchError as exc:
             error = str(exc)
+        if error is not None and placement is not None and not placement.leads:
+            raise RanksFailed(reason=error)  # the server's to say: no record of its own
         evidence.details.pop("cost", None)  # the evaluator's word is not the agent's price
         if price is not None:
             evidence.details["cost"] = price.to_json()

@@ -37,10 +37,10 @@ MAX_ENVIRONMENT_BYTES = 64 * 1024
 FETCH_ALLOWANCE_S = 1800.0
 """Time an agent may take, beyond the lockfile's ``limits.timeout_s``, to fetch its blobs."""
 CANCEL_S = 5.0
-PEER_GRACE_S = 10.0
-"""How long a spread run whose other system failed waits for rank 0's system to say why."""
 """How long a run that stops waits for its agent to take the cancel (the server may be
 stopping: its process must not end with the agent still measuring, unknowing)."""
+PEER_GRACE_S = 10.0
+"""How long a spread run whose other system failed waits for rank 0's system to say why."""
 
 
 class SystemLost(SystemFailure):
@@ -123,23 +123,25 @@ class OnSystem:
         args: tuple[Any, ...] = (lock.canonical, self.server, self.token, self.runner, trace)
         args += (allow_pickle, self.allowed, allow_code)
         ranks, peers = None, None
-        if self.peers:
-            from pinbench.cluster.spread import Peers, rendezvous
-
-            systems = (self.system, *self.peers)
-            placements = rendezvous(ray, actor, systems, lock)
-            ranks, peers = placements[0], Peers(ray, self.peers)
-            actors = {s: self._actor(ray, s) for s in self.peers}
-            peers.start(actors, args, placements[1:])
-            say(f"ranks spread over systems {', '.join(systems)}")
-        say(f"sent to system {self.system}")
-        ticket = uuid.uuid4().hex  # names this evaluation to the agent: progress, cancel
-        done = actor.run.remote(*args, audit, ticket, ranks)
         try:
+            if self.peers:
+                from pinbench.cluster.spread import Peers, rendezvous
+
+                systems = (self.system, *self.peers)
+                placements = rendezvous(ray, actor, systems, lock)
+                ranks, peers = placements[0], Peers(ray, self.peers)
+                actors = {s: self._actor(ray, s) for s in self.peers}
+                peers.start(actors, args, placements[1:])
+                say(f"ranks spread over systems {', '.join(systems)}")
+            say(f"sent to system {self.system}")
+            ticket = uuid.uuid4().hex  # names this evaluation to the agent: progress, cancel
+            done = actor.run.remote(*args, audit, ticket, ranks)
+            if peers is not None:
+                peers.leader(self.system, actor, ticket)
             self._wait(ray, actor, done, ticket, lock, stop, say, peers)
             packed = self._answer(ray, done, stop)
             if peers is not None:
-                peers.finish()
+                peers.finish(stop)
         except BaseException as exc:
             if peers is not None:
                 peers.cancel(str(exc) or type(exc).__name__)

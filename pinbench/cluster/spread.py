@@ -24,12 +24,18 @@ from pinbench.cluster.answer import lost_errors, printable, read_error
 from pinbench.errors import UserError
 from pinbench.registry.lockfile import Lockfile
 from pinbench.training.distributed.placement import RankPlacement, parse
+from pinbench.worker.stop import Stop
 
 RENDEZVOUS_S = 10.0
 """How long the leader's agent may take to name its address and a free port."""
 FINISH_S = 120.0
 """How long a peer may take to answer once the leader's ranks finished (its results packed)."""
 CANCEL_S = 5.0
+START_S = 60.0
+"""How long every system of a spread run may take to start its evaluation (its agent busy
+with another one until then) before the run fails naming it."""
+PROGRESS_S = 5.0
+POLL_S = 0.5
 
 
 class SpreadRefused(UserError):
@@ -45,17 +51,31 @@ class SpreadRefused(UserError):
         self.reason = reason
 
 
-def runs_of(lock: Lockfile, chosen: Sequence[str], named: bool) -> list[list[str]]:
-    """The systems of each run to queue: one each, or for ranks spread over ``k`` systems,
-    the ``named`` systems as one run (exactly ``k``), or every system meeting the lockfile
-    (``--on all``, sorted) cut into runs of ``k`` (their count a multiple of ``k``)."""
+def runs_of(
+    lock: Lockfile, chosen: Sequence[str], named: bool, *, allowed: bool
+) -> list[list[str]]:
+    """The systems of each run to queue: one each, or for ranks spread over ``k`` systems
+    (where the server's operator ``allowed`` it: ``serve --allow-spread``), the ``named``
+    systems as one run (exactly ``k``), or every system meeting the lockfile (``--on all``,
+    sorted) cut into runs of ``k`` (their count a multiple of ``k``)."""
     distributed = lock.body.request.distributed
     k = 1 if distributed is None else distributed.spread
     if k == 1:
         return [[s] for s in chosen]
+    if not allowed:
+        raise SpreadRefused(
+            systems=k,
+            chosen=chosen,
+            reason="this server does not spread a training's ranks over agents (their "
+            "sandboxes keep the agents' network; its operator allows it with `pinbench serve "
+            "--allow-spread`)",
+        )
     if named and len(chosen) != k:
         raise SpreadRefused(
-            systems=k, chosen=chosen, reason=f"name exactly {k} systems with --on, rank 0's first"
+            systems=k,
+            chosen=chosen,
+            reason=f"name exactly {k} systems with --on, rank 0's first (a study runs each "
+            "cell on one agent: it does not spread a training's ranks)",
         )
     if len(chosen) % k:
         raise SpreadRefused(
@@ -89,6 +109,11 @@ def rendezvous(
         raise PeerFailed(
             system=systems[0], reason=f"named no rendezvous: {type(exc).__name__}"
         ) from None
+    node = _node_address(ray, systems[0])
+    if address != node:
+        raise PeerFailed(
+            system=systems[0], reason=f"named {address!r} for rank 0, not its node's {node!r}"
+        )
     count = distributed.per_system
     placements = [
         {
@@ -106,6 +131,16 @@ def rendezvous(
     return [msgspec.to_builtins(p) for p in checked]
 
 
+def _node_address(ray: Any, system: str) -> str | None:
+    """The address of ``system``'s live Ray node, as the cluster knows it."""
+    from pinbench.cluster.ray_agent import LABEL
+
+    for node in ray.nodes():
+        if node.get("Alive") and (node.get("Labels") or {}).get(LABEL) == system:
+            return str(node.get("NodeManagerAddress"))
+    return None
+
+
 @dataclass
 class Peers:
     """The evaluations of a spread run's other systems, started with ``start``."""
@@ -116,15 +151,26 @@ class Peers:
     """System -> (its actor, the evaluation's object ref, its ticket)."""
     answered: set[str] = field(default_factory=set)
     """The systems whose ranks trained (their answer read)."""
+    waiting: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    """Systems (rank 0's too) whose evaluation has not started yet: (actor, ticket)."""
+    deadline: float = 0.0
+    """When a system still waiting for its agent makes the run fail (``START_S``)."""
 
     def start(self, actors: dict[str, Any], args: tuple[Any, ...], placements: list[Any]) -> None:
         """Send each system its share: ``args`` are ``Agent.run``'s up to the ticket."""
+        import time
         import uuid
 
+        self.deadline = time.monotonic() + START_S
         for system, placement in zip(self.systems, placements, strict=True):
             ticket = uuid.uuid4().hex
             ref = actors[system].run.remote(*args, False, ticket, placement)
             self.tasks[system] = (actors[system], ref, ticket)
+            self.waiting[system] = (actors[system], ticket)
+
+    def leader(self, system: str, actor: Any, ticket: str) -> None:
+        """Watch rank 0's system start too (``check``)."""
+        self.waiting[system] = (actor, ticket)
 
     def check(self) -> None:
         """Raise ``PeerFailed`` for a system that answered an error (or is gone) while the
@@ -132,12 +178,46 @@ class Peers:
         for system, (_, ref, _) in self.tasks.items():
             if system not in self.answered and self.ray.wait([ref], timeout=0)[0]:
                 self._answer(system, ref)
+        self._started()
 
-    def finish(self) -> None:
-        """Wait for every system's answer after the leader's success; ``PeerFailed``."""
+    def _started(self) -> None:
+        """Raise ``PeerFailed`` for a system whose agent is still busy with another
+        evaluation ``START_S`` after the run was sent: an agent runs one at a time, and ranks
+        waiting there would hold the others (two spread runs crossing would wait on each
+        other until their timeout)."""
+        import time
+
+        from pinbench.cluster.ray_agent import WAITING
+
+        for system, (actor, ticket) in list(self.waiting.items()):
+            try:
+                text = self.ray.get(actor.progress.remote(ticket), timeout=PROGRESS_S)
+            except Exception:  # Ray's word on a lost system comes with the answer
+                continue
+            if text != WAITING:
+                del self.waiting[system]
+            elif time.monotonic() > self.deadline:
+                raise PeerFailed(
+                    system=system,
+                    reason=f"busy with another evaluation for {START_S:.0f} s: a training "
+                    "spread over systems needs each of them free at once",
+                )
+
+    def finish(self, stop: Stop) -> None:
+        """Wait for every system's answer after the leader's success (``PeerFailed``), up
+        to ``FINISH_S``, the run's stop watched."""
+        import time
+
+        deadline = time.monotonic() + FINISH_S
         for system, (_, ref, _) in self.tasks.items():
+            while system not in self.answered and not self.ray.wait([ref], timeout=POLL_S)[0]:
+                stop.check()
+                if time.monotonic() > deadline:
+                    raise PeerFailed(
+                        system=system, reason=f"no answer {FINISH_S:.0f} s after rank 0's"
+                    )
             if system not in self.answered:
-                self._answer(system, ref, timeout=FINISH_S)
+                self._answer(system, ref)
 
     def cancel(self, reason: str) -> None:
         """Stop every system's evaluation (the run failed, was cancelled or is stopping)."""

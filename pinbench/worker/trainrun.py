@@ -55,7 +55,7 @@ def train_run(job: Job, evidence: Evidence, say: Say) -> None:
         from pinbench.training.distributed.launch import train_ranks
 
         # another system's rank 0 records the run: this one trains its share and says so
-        train_ranks(
+        epochs = train_ranks(
             spec,
             distributed,
             start,
@@ -64,8 +64,10 @@ def train_run(job: Job, evidence: Evidence, say: Say) -> None:
             threads=body.threads,
             check=job.stop.check,
             say=say,
+            wait_s=body.limits.timeout_s,  # a peer's agent may still be fetching its blobs
         )
         evidence.details["ranks"] = {"first": job.ranks.first, "count": job.ranks.count}
+        evidence.latencies = np.asarray([round(t * 1e9) for t in epochs], np.int64)
         return
     if spec.transform is not None:
         _validate_transform(job, evidence, say, start, data)
@@ -85,6 +87,7 @@ def train_run(job: Job, evidence: Evidence, say: Say) -> None:
             check=job.stop.check,
             say=say,
             placement=job.ranks,
+            wait_s=None if job.ranks is None else body.limits.timeout_s,
         )
         evidence.details["distributed"] = msgspec.to_builtins(record)
         evidence.metrics.update(record.metrics())

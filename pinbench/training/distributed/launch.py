@@ -30,6 +30,7 @@ import queue as queues
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -136,18 +137,20 @@ def train_distributed(
     check: Callable[[], None] = lambda: None,
     say: Callable[[str], None] = print,
     placement: RankPlacement | None = None,
+    wait_s: float | None = None,
 ) -> tuple[TrainingResult, DistributedRecord]:
     """Train as ``run.train`` does, with ``distributed.workers`` ranks on this machine, or
     its share of them where ``placement`` spreads them over systems and this one leads (rank
-    0: ``train_ranks`` starts the others' share). Raises ``TooManyWorkers`` and the
+    0: ``train_ranks`` starts the others' share), its ranks waiting up to ``wait_s`` for
+    their peers (``worker.CONNECT_TIMEOUT`` when None). Raises ``TooManyWorkers`` and the
     data/thread errors before any process starts, ``TrainingDiverged`` or ``WorkerFailed``
     from a rank."""
     from pinbench.training.frameworks.torch import version
 
-    job = _job(spec, distributed, model, data, threads, placement)
+    job = _job(spec, distributed, model, data, threads, placement, wait_s)
     if placement is not None and not placement.leads:
         raise BadPlacement(reason=f"rank 0 is not on this system (ranks {placement.first}..)")
-    shards, summaries, weights = _run(job, _local(distributed, placement), check, say)
+    shards, summaries, weights, _ = _run(job, _local(distributed, placement), check, say)
     epochs = _epochs(shards, distributed.workers)
     reached = next(
         (e.epoch for e in epochs if spec.target_top1 and e.val_top1 >= spec.target_top1), None
@@ -183,17 +186,20 @@ def train_ranks(
     threads: int | None = None,
     check: Callable[[], None] = lambda: None,
     say: Callable[[str], None] = print,
-) -> None:
+    wait_s: float | None = None,
+) -> list[float]:
     """Start this system's share of a run whose rank 0 is another system's
-    (``placement``), and return when they have trained: the run's records are rank 0's."""
-    job = _job(spec, distributed, model, data, threads, placement)
+    (``placement``), and return when they have trained: each epoch's training time of its
+    slowest rank here (the run's records are rank 0's)."""
+    job = _job(spec, distributed, model, data, threads, placement, wait_s)
     if placement.leads:
         raise BadPlacement(reason="rank 0 is on this system: it trains with train_distributed")
     say(
         f"ranks {placement.first}..{placement.first + placement.count - 1} of "
         f"{distributed.workers}, meeting rank 0 on {placement.systems[0]} at {placement.address}"
     )
-    _run(job, _local(distributed, placement), check, say)
+    *_, own = _run(job, _local(distributed, placement), check, say)
+    return [max(times) for times in zip(*own.values(), strict=True)]
 
 
 def _job(
@@ -203,6 +209,7 @@ def _job(
     data: TrainData,
     threads: int | None,
     placement: RankPlacement | None,
+    wait_s: float | None,
 ) -> RankJob:
     """The job every local rank is handed, once what it holds is checked."""
     if placement is not None:
@@ -213,11 +220,11 @@ def _job(
         raise InvalidThreads(threads=threads, reason=reason)
     check_arrays(data)
     if placement is None:
-        return RankJob(spec, distributed, model, data, _free_port(), threads)
-    interface = interface_toward(placement.address)
-    return RankJob(
-        spec, distributed, model, data, placement.port, threads, placement.address, interface
-    )
+        job = RankJob(spec, distributed, model, data, _free_port(), threads)
+    else:
+        job = RankJob(spec, distributed, model, data, placement.port, threads, placement.address)
+        job = replace(job, interface=interface_toward(placement.address))
+    return job if wait_s is None else replace(job, wait_s=wait_s)
 
 
 def _local(distributed: DistributedSpec, placement: RankPlacement | None) -> range:
@@ -265,9 +272,10 @@ def _record(
 
 def _run(
     job: RankJob, local: range, check: Callable[[], None], say: Callable[[str], None]
-) -> tuple[list[list[EpochShard]], list[RankSummary], bytes]:
+) -> tuple[list[list[EpochShard]], list[RankSummary], bytes, dict[int, list[float]]]:
     """Start the ``local`` ranks and wait until each has finished; what rank 0 reported of
-    every rank (nothing where rank 0 is another system's)."""
+    every rank (nothing where rank 0 is another system's), and each local rank's own epochs'
+    training times."""
     workers = job.distributed.workers
     processes: dict[int, Any] = {}
     reports: Any = None
@@ -275,6 +283,7 @@ def _run(
     summaries: dict[int, RankSummary] = {}
     weights = b""
     finished: set[int] = set()
+    own: dict[int, list[float]] = {rank: [] for rank in local}
     try:
         with rank_context(START_METHOD, PRELOAD) as context:
             reports = context.Queue()
@@ -300,6 +309,8 @@ def _run(
                 weights = payload
             elif kind == "done":
                 summaries[rank] = payload
+            elif kind == "own":
+                own[rank].append(payload)
             else:
                 finished.add(rank)
         for process in processes.values():
@@ -313,7 +324,7 @@ def _run(
             reports.close()
     if 0 in local and (len(summaries) < workers or not weights):
         raise WorkerFailed(rank=0, reason="finished without reporting every rank's records")
-    return shards, [summaries[r] for r in sorted(summaries)], weights
+    return shards, [summaries[r] for r in sorted(summaries)], weights, own
 
 
 def _check_alive(processes: dict[int, Any], finished: set[int]) -> None:

@@ -6,11 +6,16 @@ The server asks the first system's agent for a free port on its address
 (``cluster.ranks``), then sends each system its ``RankPlacement`` with the lockfile; the
 agent hands it to its runner (``placed``: the one evaluation running in that thread), which
 writes it into the worker's job and gives that sandbox the machine's network: gloo's ranks
-connect to each other's addresses (``launch``), and every byte a rank reads is still the
-agent's verified copy of what the lockfile pins.
+connect to each other's addresses (``launch``); every file a rank reads is the agent's
+verified copy of what the lockfile pins, and what rank 0 takes from other ranks is checked
+(``figures``).
 
-Plain data, bounded where it is parsed: a placement names an IP address (never a host name
-to resolve), a port, and ranks inside the lockfile's ``workers``.
+Plain data, bounded where it is parsed: a placement names one machine's IPv4 address (never
+a host name to resolve; the server takes it from rank 0's agent and compares it with that
+agent's Ray node), a port, systems by their names, and ranks inside the lockfile's
+``workers``. Gloo's store and ranks do not authenticate their peers: whoever reaches rank
+0's port during the rendezvous could join, as whoever reaches Ray's ports can run code on
+every node; the cluster's network is private (docs/cluster.md, "Ports and network").
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ import msgspec
 
 from pinbench.errors import UserError
 from pinbench.specs.distributed import DistributedSpec
+from pinbench.specs.system_names import NAME as SYSTEM_NAME
 
 NAME = msgspec.Meta(min_length=1, max_length=128)
-"""A system's name as a placement carries it (agents' names are shorter: ``check_name``)."""
+"""A system's name as a placement carries it (its characters: ``system_names.NAME``)."""
 _PLACED: ContextVar[RankPlacement | None] = ContextVar("pinbench_rank_placement", default=None)
 
 
@@ -44,9 +50,16 @@ class RankPlacement(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_
 
     def __post_init__(self) -> None:
         try:
-            ipaddress.ip_address(self.address)
+            address = ipaddress.IPv4Address(self.address)
         except ValueError:
-            raise ValueError(f"address must be an IP address, got {self.address!r}") from None
+            raise ValueError(f"address must be an IPv4 address, got {self.address!r}") from None
+        if address.is_unspecified or address.is_multicast or address.is_reserved:
+            raise ValueError(f"address must be one machine's, got {self.address!r}")
+        for name in self.systems:
+            if not SYSTEM_NAME.fullmatch(name):
+                raise ValueError(f"systems: {name!r} is not a system's name")
+        if len(set(self.systems)) != len(self.systems):
+            raise ValueError("systems: a system named twice")
 
     @property
     def leads(self) -> bool:

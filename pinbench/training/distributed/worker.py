@@ -12,8 +12,9 @@ broadcasts whether training stops (the target reached or the cap), and every ran
 figures are gathered to rank 0 as float64 tensors (never pickles: a rank may be another
 system's); all untimed. Rank 0 reports every rank's records through its ``queue`` as plain
 tuples: ``("epoch", r, EpochShard)`` and ``("done", r, RankSummary)`` for each rank r, then
-``("weights", 0, bytes)``; every rank ends with ``("finished", rank, None)`` or
-``("error", rank, exception)`` to its own launcher.
+``("weights", 0, bytes)``; every rank reports its own epochs' training times
+(``("own", rank, seconds)``: what a system without rank 0 records) and ends with
+``("finished", rank, None)`` or ``("error", rank, exception)`` to its own launcher.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ CONNECT_TIMEOUT = timedelta(seconds=120)
 @dataclass(frozen=True, slots=True)
 class RankJob:
     """What every rank is handed (pickled by ``multiprocessing`` to the rank's process): rank
-    0's store at ``address``:``port``, reached through ``interface`` (gloo's)."""
+    0's store at ``address``:``port``, reached through ``interface`` (gloo's), waiting up to
+    ``wait_s`` for its peers."""
 
     spec: TrainingSpec
     distributed: DistributedSpec
@@ -49,6 +51,8 @@ class RankJob:
     threads: int | None
     address: str = "127.0.0.1"
     interface: str = "lo"
+    wait_s: float = CONNECT_TIMEOUT.total_seconds()
+    """How long a collective waits for the other ranks (the rendezvous too) before it fails."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +127,7 @@ def _train(rank: int, job: RankJob, queue: Any, kept: list[Any]) -> None:
     import torch.distributed as dist
     import torch.nn.functional as F
 
+    from pinbench.training.distributed.figures import check_epoch, check_totals, shares
     from pinbench.training.distributed.schemes import parameter_bytes, scheme_for
     from pinbench.training.frameworks.torch import build, optimizer, weights_bytes
 
@@ -137,7 +142,7 @@ def _train(rank: int, job: RankJob, queue: Any, kept: list[Any]) -> None:
         init_method=f"tcp://{host}:{job.port}",
         rank=rank,
         world_size=workers,
-        timeout=CONNECT_TIMEOUT,
+        timeout=timedelta(seconds=job.wait_s),
     )
     torch.manual_seed(spec.seed)
     module, architecture = build(spec, job.model)
@@ -148,6 +153,7 @@ def _train(rank: int, job: RankJob, queue: Any, kept: list[Any]) -> None:
     x, y = job.data.x_train, job.data.y_train
     order = np.random.default_rng(spec.seed)
     span, steps = workers * spec.batch_size, 0
+    expected, trained = shares(len(x), workers, spec.batch_size), [0.0] * workers
     for epoch in range(1, spec.epochs + 1):
         permutation = order.permutation(len(x))
         samples, epoch_steps, loss_sum = 0, 0, 0.0
@@ -180,8 +186,11 @@ def _train(rank: int, job: RankJob, queue: Any, kept: list[Any]) -> None:
         target = spec.target_top1
         stop = torch.tensor([int(val[1] is not None and target is not None and val[1] >= target)])
         dist.broadcast(stop, src=0)
+        queue.put(("own", rank, train_s))  # its own launcher's word (rank 0's is the run's)
         rows = _gather([samples, epoch_steps, loss_sum, train_s, eval_s], workers)
+        trained = [t + row[3] for t, row in zip(trained, rows, strict=True)]
         if rank == 0:
+            check_epoch(rows, expected)
             for r, (n, k, total, t, e) in enumerate(rows):
                 shard = EpochShard(
                     epoch, int(n), int(k), total, t, *(val if r == 0 else (None, None)), e
@@ -192,6 +201,7 @@ def _train(rank: int, job: RankJob, queue: Any, kept: list[Any]) -> None:
     waited = -1.0 if scheme.collective_s is None else scheme.collective_s
     totals = _gather([steps, scheme.sent, parameter_bytes(module), waited], workers)
     if rank == 0:
+        check_totals(totals, trained)
         for r, (k, sent, size, w) in enumerate(totals):
             queue.put(("done", r, RankSummary(int(k), int(sent), int(size), None if w < 0 else w)))
         queue.put(("weights", 0, weights_bytes(module, architecture)))
