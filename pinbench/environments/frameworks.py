@@ -20,6 +20,8 @@ VERSIONS = {
     "torch": "2.13.0",
     "tensorflow": "2.21.0",
     "transformers": "5.23.0",
+    "onnxruntime-genai": "0.18.0",
+    "ctranslate2": "4.8.5",
 }
 IMAGE_RANGE = "^1.0.0"
 BUMPED: dict[str, str] = {}

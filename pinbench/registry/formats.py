@@ -68,6 +68,7 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
     """Refuse ``manifest`` when its files are not in its declared format; ``where`` gives the
     (already verified) bytes of each file."""
     from pinbench.registry.declared_format import check_declared_format
+    from pinbench.registry.engine_formats import check_engine_folder
 
     _check_declared_signature(manifest)
     check_declared_format(manifest, where)
@@ -81,6 +82,7 @@ def check_model_files(manifest: ModelManifest, where: Callable[[FileEntry], Path
         _check_torchscript(manifest, where)
     if manifest.format == "hf-folder":
         _check_hf_folder(manifest, where)
+    check_engine_folder(manifest, where)
     check_lite_files(manifest, where)
     if manifest.format != "safetensors":
         return

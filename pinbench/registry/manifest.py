@@ -79,6 +79,8 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         "keras-h5",
         "tflite",
         "hf-folder",
+        "ort-genai",
+        "ctranslate2",
         "tf-graphdef",
         "caffe",
         "caffe2",

@@ -316,7 +316,9 @@ def failed_to_start(status: int, tail: list[str]) -> SandboxUnavailable | None:
     return SandboxUnavailable(reason=reason, fix=fix)
 
 
-DATA_ONLY = frozenset({"onnx", "safetensors", "hf-folder", "tflite", "torch-state-dict"})
+DATA_ONLY = frozenset(
+    {"onnx", "safetensors", "hf-folder", "tflite", "torch-state-dict", "ort-genai", "ctranslate2"}
+)
 """Model formats that are data a framework reads: a graph of the framework's own operators,
 tensors for an architecture pinbench or transformers defines. Every other format runs
 operations of its own (TorchScript and torch.export programs, SavedModel's and GraphDef's file

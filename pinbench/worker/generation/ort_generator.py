@@ -142,7 +142,7 @@ class OrtGenerator(Generator):
         rng = None if greedy else np.random.default_rng((spec.seed + index) % (2**63))
         run, names = self._session.run, self._past
         answer = self._processors.start(ids, spec.max_new_tokens)
-        choose = partial(_pick, spec=spec, rng=rng)
+        choose = partial(pick, spec=spec, rng=rng)
         token_in = np.zeros((1, 1), np.int64)
         feed = {"input_ids": token_in, **self._empty()}
         got: Any = None
@@ -205,7 +205,7 @@ def _processors(
     return processors
 
 
-def _pick(logits: Any, spec: GenerationSpec, rng: Any) -> int:
+def pick(logits: Any, spec: GenerationSpec, rng: Any) -> int:
     if spec.sampling == "greedy":
         return int(np.argmax(logits))
     assert spec.temperature is not None and rng is not None

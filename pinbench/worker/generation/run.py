@@ -154,8 +154,17 @@ def _generator(framework: str) -> Generator:
         from pinbench.worker.generation.ort_generator import OrtGenerator
 
         return OrtGenerator()
+    if framework == "onnxruntime-genai":
+        from pinbench.worker.generation.ort_genai_generator import OrtGenAIGenerator
+
+        return OrtGenAIGenerator()
+    if framework == "ctranslate2":
+        from pinbench.worker.generation.ct2_generator import CT2Generator
+
+        return CT2Generator()
     raise UserError(
-        f"text generation runs on transformers or onnxruntime; the lockfile pins {framework}"
+        "text generation runs on transformers, onnxruntime, onnxruntime-genai or ctranslate2; "
+        f"the lockfile pins {framework}"
     )
 
 

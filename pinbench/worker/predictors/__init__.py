@@ -16,6 +16,8 @@ MODULES = {
     "torch": "pinbench.worker.predictors.torch",
     "tensorflow": "pinbench.worker.predictors.tensorflow",
     "transformers": "pinbench.worker.predictors.transformers",
+    "onnxruntime-genai": "pinbench.worker.predictors.engines.ort_genai",
+    "ctranslate2": "pinbench.worker.predictors.engines.ctranslate2",
 }
 
 

@@ -1,0 +1,165 @@
+"""``text/tiny-llama`` converted into each LLM engine's format by the engine's own converter
+(issue 87, decision 318): a pinned step with its provenance.
+
+Each conversion runs the converter of the installed, pinned engine package in a child
+process, offline, on the trained Hugging Face folder, into a folder of its own, and records
+what it did in ``conversion.json`` beside it: the converter, its package and version, its
+arguments (paths as ``IN`` and ``OUT``), and the sha256 of every file it read and wrote. Both
+converters here are deterministic: converting the same folder again gives the same bytes
+(``tests/test_engines.py`` converts twice and compares).
+
+An engine's artifact is the converter's folder whole, under the engine's name, beside the
+Hugging Face folder's ``config.json``, ``generation_config.json`` and tokenizer files, which
+pinbench's own generator reads (the prompts' tokens, the context, the end-of-text token, the
+generation settings: ``worker.generation.decoder``):
+
+    tiny-llama-ctranslate2/
+      config.json  generation_config.json  tokenizer.json  tokenizer_config.json
+      conversion.json
+      ctranslate2/      config.json  model.bin  vocabulary.json
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+
+from pinbench.catalog import gpt, llama
+from pinbench.errors import UserError
+
+KEPT = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
+"""The Hugging Face folder's files every engine artifact keeps at its root."""
+CONVERSION = "conversion.json"
+TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Converter:
+    engine: str
+    """The framework that runs the result (its format's name is ``format``)."""
+    format: str
+    package: str
+    """The distribution whose converter runs (its installed version is recorded)."""
+    module: str
+    arguments: tuple[str, ...]
+    """After ``python -m module``; ``IN`` and ``OUT`` stand for the two folders."""
+
+
+CONVERTERS = {
+    "onnxruntime-genai": Converter(
+        engine="onnxruntime-genai",
+        format="ort-genai",
+        package="onnxruntime-genai",
+        module="onnxruntime_genai.models.builder",
+        arguments=("-i", "IN", "-o", "OUT", "-p", "fp32", "-e", "cpu"),
+    ),
+    "ctranslate2": Converter(
+        engine="ctranslate2",
+        format="ctranslate2",
+        package="ctranslate2",
+        module="ctranslate2.converters.transformers",
+        arguments=("--model", "IN", "--output_dir", "OUT", "--quantization", "float32"),
+    ),
+}
+
+
+class ConversionFailed(UserError):
+    def __init__(self, *, engine: str, status: int, tail: str) -> None:
+        super().__init__(f"converting to {engine} failed (exit status {status}): {tail}")
+        self.engine = engine
+        self.status = status
+        self.tail = tail
+
+
+def digests(folder: Path) -> dict[str, str]:
+    """sha256 of every file under ``folder``, by its path there."""
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def convert(converter: Converter, source: Path, out: Path) -> dict[str, object]:
+    """``source`` (a Hugging Face folder) converted into ``out`` (made here, must not exist);
+    returns the conversion's record."""
+    arguments = [
+        str(source) if a == "IN" else str(out) if a == "OUT" else a for a in converter.arguments
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    with tempfile.TemporaryDirectory(prefix="pinbench-convert-") as cache:
+        env["HF_HOME"] = cache  # the converter's downloads, were it to try one: none reach here
+        done = subprocess.run(
+            [sys.executable, "-m", converter.module, *arguments],
+            env=env,
+            cwd=cache,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+    if done.returncode != 0:
+        shutil.rmtree(out, ignore_errors=True)
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise ConversionFailed(
+            engine=converter.engine, status=done.returncode, tail=" | ".join(tail)
+        )
+    return {
+        "converter": f"python -m {converter.module}",
+        "package": converter.package,
+        "version": version(converter.package),
+        "arguments": list(converter.arguments),
+        "inputs": digests(source),
+        "outputs": digests(out),
+    }
+
+
+def export(root: Path, weights: Path) -> list[Path]:
+    """Each engine's artifact of the trained folder ``weights`` under ``root``, with its
+    manifest."""
+    from pinbench.catalog.files import dump, entry
+
+    manifests = []
+    for converter in CONVERTERS.values():
+        folder = root / f"{llama.FOLDER}-{converter.engine}"
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        record = convert(converter, weights, folder / converter.engine)
+        for name in KEPT:
+            shutil.copyfile(weights / name, folder / name)
+        (folder / CONVERSION).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
+        manifests.append(
+            dump(
+                root / f"model-{llama.FOLDER}-{converter.engine}.yaml",
+                {
+                    "kind": "model",
+                    "name": f"{llama.NAME}-{converter.engine}",
+                    "version": llama.VERSION,
+                    "description": f"{llama.NAME}'s weights converted by {converter.package} "
+                    f"{record['version']}'s own converter (float32; {CONVERSION} records its "
+                    f"arguments and every digest), with the folder's tokenizer and config "
+                    f"(corpus as {gpt.NAME}'s)",
+                    "license": "Apache-2.0",
+                    "format": converter.format,
+                    "framework": {"name": converter.engine, "range": RANGES[converter.engine]},
+                    "files": [
+                        {**entry(root, f), "path": f.relative_to(folder).as_posix()} for f in files
+                    ],
+                    "outputs": [{"name": "logits", "type": "generation"}],
+                },
+            )
+        )
+    return manifests
+
+
+RANGES = {"onnxruntime-genai": ">=0.18 <1", "ctranslate2": ">=4.5 <5"}

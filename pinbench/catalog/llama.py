@@ -1,0 +1,80 @@
+"""``text/tiny-llama``: a small LLaMA-architecture causal language model trained here, the
+model the catalog converts into each LLM engine's format (issue 87, ``catalog.engines``).
+
+It is trained exactly as ``text/tiny-gpt`` is (``gpt.fit``: the same text, the same byte-level
+BPE of 512 tokens, the same steps and batches, one thread, deterministic kernels) with its own
+seed, so its tokenizer's bytes are tiny-gpt's. LLaMA's parts are what the engines take:
+rotary positions, RMS norms, a gated MLP, grouped-query attention (two key/value heads for six
+query heads), an untied output head. Written as a Hugging Face folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pinbench.catalog import gpt
+
+NAME = "text/tiny-llama"
+VERSION = "1.0.0"
+SEED = 87
+LAYERS, HEADS, KV_HEADS, WIDTH, MLP = 2, 6, 2, 96, 192
+"""Six heads of 16: ONNX Runtime's GroupQueryAttention takes head sizes in multiples of 16."""
+FOLDER = "tiny-llama"
+FOLDER_FILES = gpt.FOLDER_FILES
+
+
+def train(data: Path, out: Path) -> Path:
+    """The tokenizer and weights, trained on ``data``'s training text (``gpt.fit``)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    def build(vocab: int, end: int) -> Any:
+        return LlamaForCausalLM(
+            LlamaConfig(
+                vocab_size=vocab,
+                hidden_size=WIDTH,
+                intermediate_size=MLP,
+                num_hidden_layers=LAYERS,
+                num_attention_heads=HEADS,
+                num_key_value_heads=KV_HEADS,
+                max_position_embeddings=gpt.CONTEXT,
+                bos_token_id=end,
+                eos_token_id=end,
+                tie_word_embeddings=False,
+                attention_dropout=0.0,
+            )
+        )
+
+    return gpt.fit(data, out, build, seed=SEED)
+
+
+def export(root: Path, weights: Path) -> list[Path]:
+    """The trained folder copied under ``root/tiny-llama/`` with its model manifest."""
+    from pinbench.catalog.files import SUPPORTED, dump, entry
+
+    folder = root / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in FOLDER_FILES:
+        shutil.copyfile(weights / name, folder / name)
+    config = json.loads((folder / "config.json").read_text())
+    manifest = dump(
+        root / "model-tiny-llama.yaml",
+        {
+            "kind": "model",
+            "name": NAME,
+            "version": VERSION,
+            "description": f"a {LAYERS}-layer LLaMA ({WIDTH} wide, {HEADS} query and "
+            f"{KV_HEADS} key/value heads, {gpt.VOCAB}-token byte-level BPE, context "
+            f"{gpt.CONTEXT}) trained by pinbench's catalog on CPython's documentation topics, "
+            "as a Hugging Face folder",
+            "license": "Apache-2.0",
+            "format": "hf-folder",
+            "architecture": config["architectures"][0],
+            "framework": {"name": "transformers", "range": SUPPORTED["transformers"]},
+            "files": [entry(root, folder / name) for name in FOLDER_FILES],
+            "outputs": [{"name": "logits", "type": "generation"}],
+        },
+    )
+    return [manifest]

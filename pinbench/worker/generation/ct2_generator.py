@@ -1,0 +1,143 @@
+"""Generating with CTranslate2 (``format: ctranslate2``): the engine's own decoding loop
+(``Generator.generate_tokens``), token by token, in the compute type the model was converted
+to.
+
+CTranslate2 has no step that hands out logits with its cache kept, so the engine chooses each
+token: greedy is its top-1 (``sampling_topk=1``), seeded its own sampler (``sampling_topk``
+from ``top_k``, all tokens without one; ``sampling_temperature``), seeded by
+``ctranslate2.set_random_seed(seed + sample index)`` before each answer (one answer at a time,
+so nothing else draws from it in between). It never ends an answer itself (no end token):
+pinbench's stop rules end it (``decoder.ends``), closing the engine's iterator. The
+generation config's settings that change a token (``processors.APPLIED``) are not applied by
+this loop, so a model that declares one is refused when it opens, naming it.
+
+The prompt goes in as the engine's vocabulary's tokens; its vocabulary must be the tokenizer's,
+id for id (checked when the model opens). The reference loss is the engine's own scoring
+(``score_batch``: each token's log-probability after the ones before it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinbench.registry.generation import GenerationSpec
+from pinbench.worker.generation.decoder import First, Generator, end_tokens
+from pinbench.worker.generation.engine_folder import EngineFolder, open_folder
+from pinbench.worker.generation.ort_genai_generator import processors_of
+from pinbench.worker.predictors.base import ModelLoadError
+from pinbench.worker.predictors.config import ModelFiles
+
+MARKER = "model.bin"
+VOCABULARY = "vocabulary.json"
+MAX_VOCABULARY = 1_048_576
+
+
+class CT2Generator(Generator):
+    def __init__(self) -> None:
+        super().__init__()
+        self._ct2: Any = None
+        self._engine: Any = None
+        self._folder: EngineFolder | None = None
+        self._vocabulary: list[str] = []
+
+    def open(self, model: ModelFiles, threads: int | None) -> None:
+        import ctranslate2
+
+        folder, tokenizer = open_folder(model, marker=MARKER, engine="ctranslate2")
+        self._folder = folder
+        self.load_tokenizer(
+            model.files[tokenizer],
+            name=tokenizer,
+            context=folder.context,
+            end=end_tokens(folder.generation, folder.config),
+        )
+        applied = processors_of(folder).applied()
+        if applied:
+            raise ModelLoadError(
+                model="generation_config.json",
+                reason=f"it sets {', '.join(sorted(applied))}, which CTranslate2's own loop "
+                "would apply otherwise than transformers does: refused (decision 318)",
+            )
+        self._vocabulary = self._check_vocabulary(folder)
+        try:
+            self._engine = ctranslate2.Generator(
+                str(folder.engine),
+                device="cpu",
+                compute_type="default",  # the model's own, as converted
+                inter_threads=1,
+                intra_threads=threads or 0,
+            )
+        except Exception as exc:  # the engine's own error types
+            reason = str(exc).replace(str(folder.root), ".")
+            raise ModelLoadError(model=MARKER, reason=reason) from None
+        self._ct2 = ctranslate2
+
+    def _check_vocabulary(self, folder: EngineFolder) -> list[str]:
+        """The engine's vocabulary, refused unless it is the tokenizer's id for id."""
+        import json
+
+        path = folder.engine / VOCABULARY
+        try:
+            if path.stat().st_size > 64 * MAX_VOCABULARY:
+                raise ValueError("larger than any vocabulary")
+            words = json.loads(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(model=VOCABULARY, reason=f"not readable: {exc}") from None
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            raise ModelLoadError(model=VOCABULARY, reason="not a JSON list of tokens")
+        mine = self._tokenizer.get_vocab_size(with_added_tokens=True)
+        wrong = next(
+            (i for i, w in enumerate(words) if self._tokenizer.id_to_token(i) != w),
+            None if len(words) == mine else min(len(words), mine),
+        )
+        if wrong is not None:
+            raise ModelLoadError(
+                model=VOCABULARY,
+                reason=f"it is not tokenizer.json's vocabulary (id {wrong} differs; {len(words)} "
+                f"tokens against {mine}): prompts would reach the engine as other tokens",
+            )
+        return words
+
+    def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:
+        vocabulary = self._vocabulary
+        if spec.sampling == "greedy":
+            choice: dict[str, Any] = {"sampling_topk": 1}
+        else:
+            self._ct2.set_random_seed((spec.seed + index) % (2**32))
+            choice = {
+                "sampling_topk": spec.top_k or 0,
+                "sampling_temperature": spec.temperature,
+            }
+        steps = self._engine.generate_tokens(
+            [vocabulary[i] for i in ids],
+            max_length=spec.max_new_tokens,
+            end_token=[],
+            **choice,
+        )
+        tokens: list[int] = []
+        plain = not spec.stop and not spec.stop_at_end
+        try:
+            for step in steps:
+                tokens.append(step.token_id)
+                if len(tokens) == 1:
+                    first()
+                if len(tokens) >= spec.max_new_tokens or (not plain and self.ends(tokens, spec)):
+                    break
+        finally:
+            steps.close()
+        return tokens
+
+    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
+        if start >= len(ids):
+            return 0.0, 0
+        vocabulary = self._vocabulary
+        begin = max(start, 1)  # the first token has no tokens before it to be scored after
+        (scored,) = self._engine.score_batch([[vocabulary[i] for i in ids]], max_input_length=0)
+        log_probs = list(scored.log_probs)  # each token's after the ones before it, from the 2nd
+        return -float(sum(log_probs[begin - 1 :])), len(ids) - begin
+
+    def close(self) -> None:
+        self._engine = None
+        if self._folder is not None:
+            self._folder.close()
+            self._folder = None

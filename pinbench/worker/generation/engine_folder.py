@@ -1,0 +1,83 @@
+"""What an LLM engine's artifact gives pinbench's generator beside the engine's own folder
+(``catalog.engines`` writes such artifacts; ``registry.engine_formats`` checks them at
+publish): the Hugging Face folder's ``tokenizer.json`` (prompts in, answers out),
+``config.json`` (its context) and ``generation_config.json`` (its end-of-text token, its
+settings) at the artifact's root, and the engine's folder (the folder of the file that names
+it: ``genai_config.json``, ``model.bin``) as a real folder the engine opens."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pinbench.worker.predictors.base import ModelLoadError
+from pinbench.worker.predictors.config import ModelFiles
+
+
+@dataclass
+class EngineFolder:
+    root: Path
+    """The artifact as a folder (its own files, or links to them in ``scratch``)."""
+    engine: Path
+    """The engine's folder inside ``root``."""
+    config: dict[str, Any]
+    generation: dict[str, Any]
+    context: int | None
+    scratch: tempfile.TemporaryDirectory[str] | None = field(default=None)
+
+    def close(self) -> None:
+        if self.scratch is not None:
+            self.scratch.cleanup()
+            self.scratch = None
+
+
+def open_folder(model: ModelFiles, *, marker: str, engine: str) -> tuple[EngineFolder, str]:
+    """The artifact's folder, its engine folder (the one holding ``marker``, which must be
+    one file of the artifact) and the root's files read as data; returns it with the path of
+    ``tokenizer.json``. ``ModelLoadError`` names what is missing or malformed."""
+    from pinbench.artifacts.hf_folder import read_json
+    from pinbench.artifacts.hf_shapes import ShapeMismatch, check_config
+    from pinbench.worker.model_folder import FOLDER, confined, materialise
+
+    markers = [p for p in model.files if PurePosixPath(p).name == marker]
+    if len(markers) != 1:
+        raise ModelLoadError(
+            model=engine, reason=f"a {engine} model has one {marker}; this one has {len(markers)}"
+        )
+    missing = [f for f in ("tokenizer.json", "config.json") if f not in model.files]
+    if missing:
+        raise ModelLoadError(
+            model=engine,
+            reason=f"a {engine} model needs {' and '.join(missing)} at its artifact's root "
+            "(the Hugging Face folder's, which pinbench's generator reads)",
+        )
+    config = read_json(model.files["config.json"], "config.json")
+    generation = (
+        read_json(model.files["generation_config.json"], "generation_config.json")
+        if "generation_config.json" in model.files
+        else {}
+    )
+    if not isinstance(config, dict) or not isinstance(generation, dict):
+        raise ModelLoadError(model="config.json", reason="not a JSON object")
+    try:  # its numbers bounded (the context sizes the tokenizer's arrays)
+        check_config(config, None)
+    except ShapeMismatch as exc:
+        raise ModelLoadError(model="config.json", reason=exc.reason) from None
+    context = next(
+        (
+            v
+            for k in ("n_positions", "max_position_embeddings")
+            if isinstance(v := config.get(k), int) and v > 0
+        ),
+        None,
+    )
+    scratch = None
+    root = confined(model.files)
+    if root is None:
+        scratch = tempfile.TemporaryDirectory(prefix="pinbench-engine-")
+        root = Path(scratch.name) / FOLDER
+        materialise(model.files, root)
+    where = root.joinpath(*PurePosixPath(markers[0]).parent.parts)
+    return EngineFolder(root, where, config, generation, context, scratch), "tokenizer.json"
