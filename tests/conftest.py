@@ -220,6 +220,15 @@ def gpt_catalog(demo_catalog: Path) -> Path:
     return demo_catalog
 
 
+@pytest.fixture(scope="session")
+def llama_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``llama`` catalog part (the tiny LLaMA trained here, each engine's conversion of
+    it, the prompts dataset), built once for the run (the demo does not build it)."""
+    from pinbench.catalog import build
+
+    return built_once(tmp_path_factory, "catalog-llama", lambda root: build(root, ["llama"]))
+
+
 @pytest.fixture
 def two_cores() -> None:
     """``need_two_cores`` as a fixture (``pytest.mark.usefixtures("two_cores")``)."""

@@ -1,0 +1,263 @@
+"""LLM engines as frameworks (issue 87): the catalog's tiny LLaMA (``text/tiny-llama``, a
+Hugging Face folder run by transformers) converted by each engine's own converter, run by the
+engine in the sandbox. The greedy answers are checked against transformers' own ``generate``
+here, prompt by prompt; every engine's token latencies are LoadGen's; the conversions are the
+converters' bytes, again; an engine folder that would make the engine load anything beyond
+its model is refused when it is published."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pinbench
+from pinbench.errors import PinbenchError
+
+DATASET = "python-doc-prompts@1"
+ENGINES = {"onnxruntime-genai": "text/tiny-llama-onnxruntime-genai@1"}
+ENGINES["ctranslate2"] = "text/tiny-llama-ctranslate2@1"
+TRANSFORMERS = "text/tiny-llama@1"
+NEW = 12
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory, llama_catalog: Path) -> Iterator[Any]:
+    """A home with the tiny LLaMA in transformers and in every engine."""
+    reg = pinbench.Registry(tmp_path_factory.mktemp("engines-home"))
+    reg.init()
+    for name in (
+        "framework-transformers",
+        *(f"framework-{engine}" for engine in ENGINES),
+        "dataset-python-doc-prompts",
+        "model-tiny-llama",
+        *(f"model-tiny-llama-{engine}" for engine in ENGINES),
+    ):
+        reg.publish(llama_catalog / f"{name}.yaml")
+    yield reg
+
+
+def _run(registry: Any, model: str, generation: dict[str, Any], **scenario: Any) -> Any:
+    request = {"model": model, "dataset": DATASET, "generation": generation, "scenario": scenario}
+    return registry.lock(request)[0].run(runner="local")
+
+
+def _answers(run: Any, where: Path) -> Any:
+    path = where / f"outputs-{run.id}.npy"
+    run.export_outputs(path)
+    return np.load(path, allow_pickle=False)
+
+
+def test_every_engine_answers_with_transformers_greedy_tokens_and_parity_says_so(
+    registry: Any, llama_catalog: Path, tmp_path: Path
+) -> None:
+    """Each engine's greedy token ids are ``generate(do_sample=False)``'s on the Hugging Face
+    folder, prompt by prompt; its perplexity of the references is transformers'; ``runs
+    parity`` finds no answer differing."""
+    from importlib.metadata import version
+
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import AutoModelForCausalLM
+
+    spec = {"max_new_tokens": NEW, "stop_at_end": False}
+    reference = _run(registry, TRANSFORMERS, spec, mode="accuracy")
+    folder = llama_catalog / "tiny-llama"
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).eval()  # type: ignore[no-untyped-call]
+    prompts = [
+        json.loads(line)["prompt"]
+        for line in (llama_catalog / "tiny-gpt-prompts" / "prompts.jsonl").read_text().splitlines()
+    ]
+    expected = []
+    for prompt in prompts:
+        encoded = torch.tensor([tokenizer.encode(prompt).ids])
+        with torch.inference_mode():
+            out = model.generate(
+                encoded, max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False, use_cache=True
+            )
+        expected.append(out[0, encoded.shape[1] :].tolist())
+    assert _answers(reference, tmp_path).tolist() == expected
+    runs = {engine: _run(registry, ref, spec, mode="accuracy") for engine, ref in ENGINES.items()}
+    for engine, run in runs.items():
+        assert run.info["framework"] == f"{engine}@{version(engine)}"
+        assert _answers(run, tmp_path).tolist() == expected, engine
+        assert run.metrics["perplexity"] == pytest.approx(
+            reference.metrics["perplexity"], rel=1e-5
+        ), engine
+    for parity in registry.parity(reference.id, [r.id for r in runs.values()]):
+        if parity.run == reference.id:
+            continue
+        figures = {f.name: f.value for f in parity.agreement.figures}
+        assert parity.agreement.agrees and figures["answers_differing"] == 0, parity.run
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+@pytest.mark.parametrize("scenario", ["SingleStream", "Server", "Offline"])
+def test_every_engines_token_figures_are_loadgens(
+    registry: Any, engine: str, scenario: str
+) -> None:
+    """TTFT and TPOT (SingleStream, Server) and tokens per second (Offline) are LoadGen's own,
+    from its detail log; pinbench's own per-token figures sit beside them."""
+    settings: dict[str, Any] = {"min_duration_ms": 200, "min_query_count": 12}
+    if scenario == "Server":
+        settings["target_qps"] = 20
+    run = _run(
+        registry,
+        ENGINES[engine],
+        {"max_new_tokens": 6, "stop_at_end": False},
+        name=scenario,
+        **settings,
+    )
+    assert run.status == "succeeded"
+    m, loadgen = run.metrics, run.view()["details"]["loadgen"]
+    assert m["tokens_per_sample_mean_count"] == 6
+    assert m["framework_throughput_tps"] > 0
+    if scenario == "Offline":
+        assert m["throughput_tps"] == pytest.approx(loadgen["result_tokens_per_second"], rel=1e-3)
+        return
+    for spelled, key in (("50.00", "p50"), ("90.00", "p90"), ("99.00", "p99")):
+        assert m[f"ttft_{key}_ns"] == loadgen[f"result_first_token_{spelled}_percentile_latency_ns"]
+        assert (
+            m[f"tpot_{key}_ns"] == loadgen[f"result_time_per_output_token_{spelled}_percentile_ns"]
+        )
+    ttft, tokens = run.token_times()
+    assert (tokens == 6).all() and (ttft > 0).all()
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_seeded_sampling_is_the_same_in_every_run(
+    registry: Any, engine: str, tmp_path: Path
+) -> None:
+    spec = {"max_new_tokens": 8, "sampling": "seeded", "temperature": 1.5, "seed": 7}
+    first = _answers(_run(registry, ENGINES[engine], spec, mode="accuracy"), tmp_path)
+    again = _answers(_run(registry, ENGINES[engine], spec, mode="accuracy"), tmp_path)
+    greedy = _answers(
+        _run(registry, ENGINES[engine], {"max_new_tokens": 8}, mode="accuracy"), tmp_path
+    )
+    assert (first == again).all()
+    assert not (first == greedy).all()
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_a_conversion_is_its_converters_bytes_again(
+    llama_catalog: Path, engine: str, tmp_path: Path
+) -> None:
+    """``conversion.json`` names every byte the converter read (the transformers artifact's
+    files) and wrote (the engine folder's); running the recorded converter again on the same
+    folder writes the same bytes."""
+    from importlib.metadata import version
+
+    from pinbench.catalog.engines import CONVERTERS, convert, digests
+
+    artifact = llama_catalog / f"tiny-llama-{engine}"
+    record = json.loads((artifact / "conversion.json").read_text())
+    assert record["version"] == version(CONVERTERS[engine].package)
+    assert record["outputs"] == digests(artifact / engine)
+    source = llama_catalog / "tiny-llama"
+    assert record["inputs"] == digests(source)
+    again = convert(CONVERTERS[engine], source, tmp_path / "again")
+    assert again == record
+
+
+def _republished(
+    llama_catalog: Path, tmp_path: Path, engine: str, change: Callable[[Path], None], name: str
+) -> Path:
+    """The engine's artifact copied, ``change``d, and its manifest written for the copy
+    (named ``name``): the manifest's path."""
+    import yaml
+
+    from tests.helpers import dump, sha
+
+    folder = tmp_path / "changed"
+    shutil.copytree(llama_catalog / f"tiny-llama-{engine}", folder)
+    change(folder)
+    data = yaml.safe_load((llama_catalog / f"model-tiny-llama-{engine}.yaml").read_text())
+    data["name"] = name
+    data["files"] = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        body = path.read_bytes()
+        data["files"].append(
+            {"path": path.relative_to(folder).as_posix(), "sha256": sha(body), "size": len(body)}
+        )
+    return dump(folder / "model.yaml", data)
+
+
+def _genai(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
+    def edit(folder: Path) -> None:
+        path = folder / "onnxruntime-genai" / "genai_config.json"
+        config = json.loads(path.read_text())
+        change(config)
+        path.write_text(json.dumps(config))
+
+    return edit
+
+
+def _session(config: dict[str, Any]) -> dict[str, Any]:
+    options: dict[str, Any] = config["model"]["decoder"]["session_options"]
+    return options
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            _genai(lambda c: _session(c).update(custom_ops_library="/tmp/evil.so")),
+            "model.decoder.session_options.custom_ops_library is not a key pinbench loads",
+        ),
+        (
+            _genai(lambda c: _session(c).update(provider_options=[{"cuda": {}}])),
+            "names execution providers",
+        ),
+        (
+            _genai(lambda c: c["model"]["decoder"].update(filename="../model.onnx")),
+            "must name a file beside it",
+        ),
+        (
+            _genai(lambda c: c["model"].update(embedding={"filename": "model.onnx"})),
+            "model.embedding is not a key pinbench loads",
+        ),
+        (_genai(lambda c: c.clear()), "model.decoder.filename must name a file"),
+        (lambda f: (f / "onnxruntime-genai" / "model.onnx.data").unlink(), "keeps its data"),
+        (lambda f: (f / "tokenizer.json").unlink(), "'tokenizer.json': a ort-genai model needs it"),
+    ],
+    ids=["custom-ops", "provider", "outside", "other-model", "empty", "external-data", "tokenizer"],
+)
+def test_an_ort_genai_folder_beyond_one_cpu_decoder_is_refused_at_publish(
+    registry: Any, llama_catalog: Path, tmp_path: Path, change: Callable[[Path], None], message: str
+) -> None:
+    manifest = _republished(llama_catalog, tmp_path, "onnxruntime-genai", change, "text/changed")
+    with pytest.raises(PinbenchError, match=message):
+        registry.publish(manifest)
+    assert registry.list("model", "text/changed") == []
+
+
+def test_a_ctranslate2_vocabulary_that_is_not_the_tokenizers_is_refused(
+    registry: Any, llama_catalog: Path, tmp_path: Path
+) -> None:
+    def swap(folder: Path) -> None:
+        path = folder / "ctranslate2" / "vocabulary.json"
+        words = json.loads(path.read_text())
+        words[3], words[4] = words[4], words[3]
+        path.write_text(json.dumps(words))
+
+    registry.publish(_republished(llama_catalog, tmp_path, "ctranslate2", swap, "text/swapped"))
+    with pytest.raises(PinbenchError, match=r"not tokenizer.json's vocabulary \(id 3 differs"):
+        _run(registry, "text/swapped@1", {"max_new_tokens": 2}, mode="accuracy")
+
+
+def test_generation_settings_ctranslate2_would_apply_its_own_way_are_refused(
+    registry: Any, llama_catalog: Path, tmp_path: Path
+) -> None:
+    def penalise(folder: Path) -> None:
+        path = folder / "generation_config.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "repetition_penalty": 1.3}))
+
+    registry.publish(_republished(llama_catalog, tmp_path, "ctranslate2", penalise, "text/penalty"))
+    with pytest.raises(PinbenchError, match="it sets repetition_penalty, which CTranslate2"):
+        _run(registry, "text/penalty@1", {"max_new_tokens": 2}, mode="accuracy")
