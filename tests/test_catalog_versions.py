@@ -35,6 +35,10 @@ RELEASED: dict[str, str] = {
         "77c624126b0ef020a1f49f535e9c1f8fa141060aee01c95667c9fcd1bd9da6a9",
     "framework/transformers@5.23.0":
         "f097a5eb96d778c992ed118cb01def7cb10a7aa7f77a23417320c54589c97307",
+    "framework/onnxruntime-genai@0.18.0":
+        "46b33d4b82ce79c07291af0031a13baa671749cd8d5230748f5dbd4785ff69de",
+    "framework/ctranslate2@4.8.5":
+        "c0e4a6576e9115e4fcb5c33bddc2289097458380d5a19f7cfa1eb02fe1b777b3",
 }  # fmt: skip
 
 
