@@ -54,6 +54,7 @@ BENCHMARKS = (
     "bench_local_sandbox",
     "bench_clip_lengths",
     "bench_spread_training",
+    "bench_engines",
 )
 
 OWN_ARGUMENTS: dict[str, Callable[[int, bool], list[str]]] = {
@@ -76,6 +77,7 @@ QUICK: dict[str, list[str]] = {
     "bench_distributed": ["--epochs", "1"],
     "bench_spread_training": ["--epochs", "1"],
     "bench_generation": ["--tokens", "4"],
+    "bench_engines": ["--tokens", "4", "--queries", "8"],
     "bench_runs": ["--rows", "20000", "--queries", "20", "--baseline-queries", "2"],
     "bench_gate_simulation": ["--part", "gates"],
 }
