@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make study`: the built-in catalog built offline and published into a registry of its own
-# (once per study), then the built-in study STUDY (seed, or seed-quick) run there, shown as its
+# (once per study), then the built-in study STUDY (seed, seed-quick or engines) run there, shown as its
 # matrix and reported as an HTML page. Run again, it resumes: cells done are not run again.
 #
 #   STUDY=seed-quick make study        # the quick subset (a few minutes)
@@ -11,8 +11,9 @@ study=${STUDY:-seed}
 work=${STUDY_WORK:-$PWD/study-work}/$study
 case "$study" in
     seed-quick) parts=digits,cnn ;;
+    engines) parts=llama ;;
     seed) parts=digits,cnn,resnet50,efficientnet,nsfw,minilm,nudenet,ppocr,silero,microwakeword,magika,crepe,openwakeword,faces ;;
-    *) echo "STUDY=$study: a built-in study is seed or seed-quick" >&2; exit 2 ;;
+    *) echo "STUDY=$study: a built-in study is seed, seed-quick or engines" >&2; exit 2 ;;
 esac
 unset PINBENCH_URL PINBENCH_DATABASE_URL
 export PINBENCH_HOME=$work/registry

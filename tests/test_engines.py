@@ -261,3 +261,31 @@ def test_generation_settings_ctranslate2_would_apply_its_own_way_are_refused(
     registry.publish(_republished(llama_catalog, tmp_path, "ctranslate2", penalise, "text/penalty"))
     with pytest.raises(PinbenchError, match="it sets repetition_penalty, which CTranslate2"):
         _run(registry, "text/penalty@1", {"max_new_tokens": 2}, mode="accuracy")
+
+
+def test_the_engines_study_runs_every_cell_and_shows_each_engines_token_figures(
+    registry: Any,
+) -> None:
+    """``study run engines`` on a home with the catalog's llama part: every cell succeeds, and
+    ``study show`` gives each cell the figure of its kind, from the run (ROUGE-L for accuracy,
+    LoadGen's TTFT and TPOT, its tokens per second in Offline)."""
+    ran = registry.studies().run("engines")
+    assert ran["failed"] == ran["refused"] == 0 and ran["ran"] == 12
+    shown = registry.studies().show("engines")
+    cells = shown["cells"]
+    assert {c["framework"] for c in cells} == {"transformers@*", *(f"{e}@*" for e in ENGINES)}
+    assert {c["state"] for c in cells} == {"done"}
+    for c in cells:
+        if c["scenario"] == "accuracy":
+            assert c["accuracy_metric"] == "rouge_l"
+        elif c["scenario"] == "Offline":
+            assert c["throughput_tps"] > 0 and "ttft_p50_ns" not in c
+        else:
+            assert c["ttft_p50_ns"] > 0 and c["tpot_p50_ns"] > 0
+    from pinbench.shown import fmt_sig
+    from pinbench.studies.figures import cell
+
+    offline = next(c for c in cells if c["scenario"] == "Offline")
+    assert cell(offline) == f"{fmt_sig(offline['throughput_tps'])} tokens/s"
+    single = next(c for c in cells if c["scenario"] == "SingleStream")
+    assert cell(single).startswith("TTFT ") and ", TPOT " in str(cell(single))

@@ -54,6 +54,7 @@ def _request(entry: ModelEntry, scenario: dict[str, Any], system: System, batch:
         "dataset": entry.dataset,
         "scenario": {"seed": 0, **scenario},
         "batch_size": batch,
+        **({"generation": entry.generation} if entry.generation is not None else {}),
         **({"threads": system.threads} if system.threads is not None else {}),
     }
 

@@ -13,7 +13,7 @@ class StudyNotFound(UserError):
     def __init__(self, *, name: str) -> None:
         super().__init__(
             f"no study {name!r}: run one first (pinbench study run FILE), or name a built-in "
-            "study (seed, seed-quick)"
+            "study (seed, seed-quick, engines)"
         )
         self.name = name
 

@@ -41,18 +41,34 @@ def accuracy(value: float, metric: str, task: str | None = None) -> str:
 
 
 def cell(c: Mapping[str, Any]) -> str | None:
-    """A cell's figure: its accuracy, else its p90 latency and (Offline) its throughput,
-    ``INVALID`` where LoadGen called the run so, ``UNSANDBOXED`` where its run was; None
-    where its run recorded none."""
+    """A cell's figure: its accuracy, else a generation's token figures (``_tokens``), else its
+    p90 latency and (Offline) its throughput; ``INVALID`` where LoadGen called the run so,
+    ``UNSANDBOXED`` where its run was; None where its run recorded none."""
     if "accuracy" in c:
         shown = accuracy(float(c["accuracy"]), str(c["accuracy_metric"]), c.get("task"))
         return shown + _unsandboxed(c)
+    text = _tokens(c) or _latency(c)
+    if text is None:
+        return None
+    return text + ("" if c.get("loadgen_valid_bool") == 1.0 else " INVALID") + _unsandboxed(c)
+
+
+def _tokens(c: Mapping[str, Any]) -> str | None:
+    """A generation's figures: LoadGen's tokens per second (Offline), else its TTFT and TPOT
+    p50s; None for a run that timed no tokens."""
+    if c.get("scenario_name") == "Offline" and "throughput_tps" in c:
+        return f"{fmt_sig(c['throughput_tps'])} tokens/s"
+    if "ttft_p50_ns" in c and "tpot_p50_ns" in c:
+        return f"TTFT {ms(c['ttft_p50_ns'] / 1e6)} ms, TPOT {ms(c['tpot_p50_ns'] / 1e6)} ms"
+    return None
+
+
+def _latency(c: Mapping[str, Any]) -> str | None:
     if "latency_p90_ns" not in c:
         return None
-    text = f"p90 {ms(c['latency_p90_ns'] / 1e6)} ms"
     if c.get("scenario_name") == "Offline" and "throughput_sps" in c:
-        text = per_second(c["throughput_sps"])
-    return text + ("" if c.get("loadgen_valid_bool") == 1.0 else " INVALID") + _unsandboxed(c)
+        return per_second(c["throughput_sps"])
+    return f"p90 {ms(c['latency_p90_ns'] / 1e6)} ms"
 
 
 def _unsandboxed(c: Mapping[str, Any]) -> str:
@@ -62,7 +78,8 @@ def _unsandboxed(c: Mapping[str, Any]) -> str:
 def cell_in_full(c: Mapping[str, Any]) -> str | None:
     """A cell's figures where there is room (the report): its accuracy, else its p90 latency
     and its throughput, whatever its scenario."""
-    if "accuracy" in c or "latency_p90_ns" not in c or "throughput_sps" not in c:
+    tokens = "throughput_tps" in c or "ttft_p50_ns" in c  # a generation's: its token figures
+    if tokens or "accuracy" in c or "latency_p90_ns" not in c or "throughput_sps" not in c:
         return cell(c)
     text = f"p90 {ms(c['latency_p90_ns'] / 1e6)} ms, {per_second(c['throughput_sps'])}"
     return text + ("" if c.get("loadgen_valid_bool") == 1.0 else " INVALID") + _unsandboxed(c)

@@ -20,6 +20,9 @@ FIGURES = (
     "latency_p50_ns",
     "latency_p90_ns",
     "throughput_sps",
+    "ttft_p50_ns",
+    "tpot_p50_ns",
+    "throughput_tps",
     "loadgen_valid_bool",
     "unsandboxed_bool",
 )

@@ -47,7 +47,7 @@ MAX_CPUS = 4096
 CpuIndex = Annotated[int, msgspec.Meta(ge=0, lt=MAX_CPUS)]
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 BUILTIN = Path(__file__).parent / "builtin"
-"""The built-in studies, one file each: ``seed`` and ``seed-quick``."""
+"""The built-in studies, one file each: ``seed``, ``seed-quick`` and ``engines``."""
 
 
 class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -67,6 +67,9 @@ class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     ) = None  # fmt: skip
     """The study's scenarios this model runs in (default: all); e.g. no accuracy cell for a
     model with random weights."""
+    generation: Annotated[dict[str, Any], msgspec.Meta(max_length=32)] | None = None
+    """A generating dataset's ``generation`` section (the request's: docs/running.md), for
+    every cell of the entry (checked with each cell's request)."""
 
     @property
     def name(self) -> str:
@@ -103,6 +106,9 @@ class Study(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
         """As plain data; a system's ``agent`` only where it names one (so a study recorded
         before agents existed keeps its digest)."""
         data: dict[str, Any] = msgspec.to_builtins(self)
+        for entry in data["models"]:  # as recorded before entries generated: the same digest
+            if entry.get("generation") is None:
+                entry.pop("generation", None)
         for system in data["systems"]:
             if system.get("agent") is None:
                 system.pop("agent", None)
@@ -247,7 +253,7 @@ def load_study(where: str, *, files: bool = True) -> tuple[Study, str]:
     except FileNotFoundError:
         raise StudyError(
             source=where,
-            reason="no such file, and no built-in study of that name (seed, seed-quick)",
+            reason="no such file, and no built-in study of that name (seed, seed-quick, engines)",
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise StudyError(source=where, reason=f"cannot read it: {exc}") from None
