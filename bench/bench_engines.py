@@ -25,6 +25,7 @@ MODELS = {
     "transformers": "text/tiny-llama@1",
     "onnxruntime-genai": "text/tiny-llama-onnxruntime-genai@1",
     "ctranslate2": "text/tiny-llama-ctranslate2@1",
+    "openvino-genai": "text/tiny-llama-openvino-genai@1",
 }
 
 

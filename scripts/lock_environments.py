@@ -35,6 +35,7 @@ FRAMEWORKS = {
     "transformers": ["torch", "safetensors", "transformers"],
     "onnxruntime-genai": ["onnxruntime-genai", "onnxruntime"],
     "ctranslate2": ["ctranslate2"],
+    "openvino-genai": ["openvino-genai", "openvino", "openvino-tokenizers"],
 }
 
 

@@ -39,6 +39,8 @@ RELEASED: dict[str, str] = {
         "46b33d4b82ce79c07291af0031a13baa671749cd8d5230748f5dbd4785ff69de",
     "framework/ctranslate2@4.8.5":
         "c0e4a6576e9115e4fcb5c33bddc2289097458380d5a19f7cfa1eb02fe1b777b3",
+    "framework/openvino-genai@2026.4.1":
+        "fd3378b2dd1d510ddc976353c1b87eb0b3abd339aed4056a61e89d5b120cc089",
 }  # fmt: skip
 
 

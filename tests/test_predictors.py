@@ -243,7 +243,8 @@ def test_threads_setting_is_restored_after_a_torch_model(built: Path) -> None:
 
 
 def test_an_unknown_framework_names_the_known_ones() -> None:
-    with pytest.raises(FrameworkUnavailable, match="onnxruntime, onnxruntime-genai, tensorflow, torch"):
+    known = "onnxruntime, onnxruntime-genai, openvino-genai, tensorflow, torch"
+    with pytest.raises(FrameworkUnavailable, match=known):
         predictor_class("mxnet")
 
 

@@ -51,6 +51,10 @@ class Converter:
     module: str
     arguments: tuple[str, ...]
     """After ``python -m module``; ``IN`` and ``OUT`` stand for the two folders."""
+    environment: str | None = None
+    """The converter's own environment (``environments/converters/<name>.txt``, built once by
+    uv from its hash-pinned wheels: ``converter_python``), where it cannot run in pinbench's;
+    None: pinbench's own interpreter."""
 
 
 CONVERTERS = {
@@ -68,7 +72,20 @@ CONVERTERS = {
         module="ctranslate2.converters.transformers",
         arguments=("--model", "IN", "--output_dir", "OUT", "--quantization", "float32"),
     ),
-}
+    "openvino-genai": Converter(
+        engine="openvino-genai",
+        format="openvino",
+        package="optimum-intel",
+        module="optimum.commands.optimum_cli",
+        arguments=(
+            "export", "openvino", "--model", "IN", "--task", "text-generation-with-past",
+            "--weight-format", "fp32", "OUT",
+        ),
+        environment="openvino",
+    ),
+}  # fmt: skip
+CACHE_VARIABLE = "PINBENCH_CONVERTER_CACHE"
+"""Where converter environments are built (default ``~/.cache/pinbench/converters``)."""
 
 
 class ConversionFailed(UserError):
@@ -91,14 +108,14 @@ def digests(folder: Path) -> dict[str, str]:
 def convert(converter: Converter, source: Path, out: Path) -> dict[str, object]:
     """``source`` (a Hugging Face folder) converted into ``out`` (made here, must not exist);
     returns the conversion's record."""
-    arguments = [
-        str(source) if a == "IN" else str(out) if a == "OUT" else a for a in converter.arguments
-    ]
+    named = {"IN": str(source), "OUT": str(out)}
+    arguments = [named.get(a, a) for a in converter.arguments]
+    python, environment = converter_python(converter.environment)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     with tempfile.TemporaryDirectory(prefix="pinbench-convert-") as cache:
         env["HF_HOME"] = cache  # the converter's downloads, were it to try one: none reach here
         done = subprocess.run(
-            [sys.executable, "-m", converter.module, *arguments],
+            [python, "-m", converter.module, *arguments],
             env=env,
             cwd=cache,
             capture_output=True,
@@ -115,11 +132,49 @@ def convert(converter: Converter, source: Path, out: Path) -> dict[str, object]:
     return {
         "converter": f"python -m {converter.module}",
         "package": converter.package,
-        "version": version(converter.package),
+        "version": _version(python, converter.package),
         "arguments": list(converter.arguments),
+        **({"environment": environment} if environment else {}),
         "inputs": digests(source),
         "outputs": digests(out),
     }
+
+
+def converter_python(name: str | None) -> tuple[str, str | None]:
+    """The interpreter a converter runs in, and its environment's digest: pinbench's own, or
+    the environment ``environments/converters/<name>.txt`` pins, built on first use."""
+    if name is None:
+        return sys.executable, None
+    from pinbench.environments import LOCKS, parse_lock
+    from pinbench.environments.venv import materialise
+    from pinbench.registry.lockfile import LockedEnvironment
+    from pinbench.registry.manifest_parts import Platform
+
+    pinned = parse_lock((LOCKS / "converters" / f"{name}.txt").read_text(encoding="utf-8"))
+    env = LockedEnvironment(
+        framework=f"converter-{name}",
+        version="1",
+        platform=Platform(),
+        image=None,
+        requirements=pinned,
+        python="3.11",
+    )
+    cache = os.environ.get(CACHE_VARIABLE) or str(Path.home() / ".cache/pinbench/converters")
+    built = materialise(Path(cache), env, say=lambda text: print(text, file=sys.stderr))
+    return str(built.python), built.digest
+
+
+def _version(python: str, package: str) -> str:
+    """``package``'s installed version in the interpreter ``python``."""
+    if python == sys.executable:
+        return version(package)
+    done = subprocess.run(
+        [python, "-c", f"from importlib.metadata import version; print(version({package!r}))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
 
 
 def export(root: Path, weights: Path) -> list[Path]:
@@ -162,4 +217,8 @@ def export(root: Path, weights: Path) -> list[Path]:
     return manifests
 
 
-RANGES = {"onnxruntime-genai": ">=0.18 <1", "ctranslate2": ">=4.5 <5"}
+RANGES = {
+    "onnxruntime-genai": ">=0.18 <1",
+    "ctranslate2": ">=4.5 <5",
+    "openvino-genai": ">=2026.0.0 <2027.0.0",
+}

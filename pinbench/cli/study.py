@@ -25,7 +25,9 @@ study_app = click.Group(
     ),
     no_args_is_help=True,
 )
-STUDY_HELP = "A study file (YAML, docs/study.md), or a built-in study's name: seed, seed-quick, engines."
+STUDY_HELP = (
+    "A study file (YAML, docs/study.md), or a built-in study's name: seed, seed-quick, engines."
+)
 NAME_HELP = "A study's name (as run), or a study file or built-in name (not yet run: planned)."
 
 

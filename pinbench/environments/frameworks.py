@@ -22,6 +22,7 @@ VERSIONS = {
     "transformers": "5.23.0",
     "onnxruntime-genai": "0.18.0",
     "ctranslate2": "4.8.5",
+    "openvino-genai": "2026.4.1.0",
 }
 IMAGE_RANGE = "^1.0.0"
 BUMPED: dict[str, str] = {}
@@ -32,8 +33,12 @@ the catalog publishes it under the next patch, ``installs:`` naming the release 
 
 
 def artifact_version(framework: str) -> str:
-    """The version of ``framework``'s catalog artifact: ``BUMPED``, else its release."""
-    return BUMPED.get(framework, VERSIONS[framework])
+    """The version of ``framework``'s catalog artifact: ``BUMPED``, else its release, whose
+    first three parts make a semver where it has four (OpenVINO's ``2026.4.1.0``: the artifact
+    is ``2026.4.1`` and says it ``installs`` the release)."""
+    release = VERSIONS[framework]
+    parts = release.split(".")
+    return BUMPED.get(framework, ".".join(parts[:3]) if len(parts) == 4 else release)
 
 
 def image_name(framework: str) -> str:

@@ -59,7 +59,11 @@ GENAI_KEYS: Mapping[str, Any] = {
 """The keys a ``genai_config.json`` may hold, nested; None: any value of plain data. Its
 ``search`` section is the engine's own search's defaults, which pinbench's loop does not use
 (``worker.generation.ort_genai_generator``)."""
-ENGINE_FOLDER = {"ort-genai": (GENAI,), "ctranslate2": ("model.bin", "config.json")}
+ENGINE_FOLDER = {
+    "ort-genai": (GENAI,),
+    "ctranslate2": ("model.bin", "config.json"),
+    "openvino": ("openvino_model.xml", "openvino_model.bin"),
+}
 """Per format: the file that marks the engine's folder, then the others it must hold."""
 
 

@@ -81,6 +81,7 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         "hf-folder",
         "ort-genai",
         "ctranslate2",
+        "openvino",
         "tf-graphdef",
         "caffe",
         "caffe2",

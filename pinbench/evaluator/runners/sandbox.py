@@ -317,7 +317,16 @@ def failed_to_start(status: int, tail: list[str]) -> SandboxUnavailable | None:
 
 
 DATA_ONLY = frozenset(
-    {"onnx", "safetensors", "hf-folder", "tflite", "torch-state-dict", "ort-genai", "ctranslate2"}
+    {
+        "onnx",
+        "safetensors",
+        "hf-folder",
+        "tflite",
+        "torch-state-dict",
+        "ort-genai",
+        "ctranslate2",
+        "openvino",
+    }
 )
 """Model formats that are data a framework reads: a graph of the framework's own operators,
 tensors for an architecture pinbench or transformers defines. Every other format runs

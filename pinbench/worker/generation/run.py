@@ -162,9 +162,13 @@ def _generator(framework: str) -> Generator:
         from pinbench.worker.generation.ct2_generator import CT2Generator
 
         return CT2Generator()
+    if framework == "openvino-genai":
+        from pinbench.worker.generation.ov_generator import OpenVINOGenerator
+
+        return OpenVINOGenerator()
     raise UserError(
-        "text generation runs on transformers, onnxruntime, onnxruntime-genai or ctranslate2; "
-        f"the lockfile pins {framework}"
+        "text generation runs on transformers, onnxruntime, onnxruntime-genai, ctranslate2 or "
+        f"openvino-genai; the lockfile pins {framework}"
     )
 
 

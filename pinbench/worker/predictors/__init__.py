@@ -18,6 +18,7 @@ MODULES = {
     "transformers": "pinbench.worker.predictors.transformers",
     "onnxruntime-genai": "pinbench.worker.predictors.engines.ort_genai",
     "ctranslate2": "pinbench.worker.predictors.engines.ctranslate2",
+    "openvino-genai": "pinbench.worker.predictors.engines.openvino_genai",
 }
 
 

@@ -37,6 +37,13 @@ class OrtGenAI(_Engine):
     PACKAGE: ClassVar[str] = "onnxruntime-genai"
 
 
+class OpenVINOGenAI(_Engine):
+    NAME: ClassVar[str] = "openvino-genai"
+    TITLE: ClassVar[str] = "OpenVINO GenAI"
+    FORMATS: ClassVar[tuple[str, ...]] = ("openvino",)
+    PACKAGE: ClassVar[str] = "openvino-genai"
+
+
 class CTranslate2(_Engine):
     NAME: ClassVar[str] = "ctranslate2"
     TITLE: ClassVar[str] = "CTranslate2"

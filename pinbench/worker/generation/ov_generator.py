@@ -1,0 +1,160 @@
+"""Generating with OpenVINO GenAI (``format: openvino``): the engine's ``LLMPipeline`` over the
+stateful OpenVINO IR optimum-intel's exporter wrote (``openvino_model.xml`` and ``.bin``, its
+KV cache kept in the model's state), in float32 (``INFERENCE_PRECISION_HINT`` and
+``KV_CACHE_PRECISION`` f32: the CPU plugin's default on a processor with bf16 is bf16).
+
+The engine's own loop chooses each token, streamed back one by one (``StreamerBase.write``,
+which the engine calls on a thread of its own: the first token is told to LoadGen from there,
+and an answer is complete only once the streamer has ended, so LoadGen never hears of a first
+token after its query is complete):
+greedy is its arg-max, seeded its own sampler (``top_k``, or every token; the ``temperature``),
+seeded with ``rng_seed = seed + sample index``. It never ends an answer itself
+(``ignore_eos``): pinbench's stop rules end it (``decoder.ends``), the streamer saying stop.
+The generation config's settings that change a token are not applied by this loop, so a model
+that declares one is refused when it opens, naming it. The prompt goes in as pinbench's
+tokenizer's ids (``TokenizedInputs``), never through the engine's tokenizer models.
+
+The reference loss (perplexity) comes from the same IR compiled on its own, one inference of
+the whole text with the state reset: each position's logits for the next token.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from pinbench.errors import UserError
+from pinbench.registry.generation import GenerationSpec
+from pinbench.worker.generation.decoder import First, Generator, end_tokens
+from pinbench.worker.generation.engine_folder import EngineFolder, open_folder
+from pinbench.worker.generation.ort_genai_generator import processors_of
+from pinbench.worker.predictors.base import ModelLoadError
+from pinbench.worker.predictors.config import ModelFiles
+
+MARKER = "openvino_model.xml"
+F32 = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}
+STREAMER_WAIT_S = 60
+"""How long an answer waits for the engine's streamer thread to end after ``generate``
+returns."""
+
+
+class OpenVINOGenerator(Generator):
+    def __init__(self) -> None:
+        super().__init__()
+        self._genai: Any = None
+        self._ov: Any = None
+        self._pipeline: Any = None
+        self._scorer: Any = None
+        self._config: dict[str, Any] = {}
+        self._folder: EngineFolder | None = None
+        self._vocabulary = 0
+
+    def open(self, model: ModelFiles, threads: int | None) -> None:
+        import openvino as ov
+        import openvino_genai as genai
+
+        folder, tokenizer = open_folder(model, marker=MARKER, engine="openvino-genai")
+        self._folder = folder
+        self.load_tokenizer(
+            model.files[tokenizer],
+            name=tokenizer,
+            context=folder.context,
+            end=end_tokens(folder.generation, folder.config),
+        )
+        applied = processors_of(folder).applied()
+        if applied:
+            raise ModelLoadError(
+                model="generation_config.json",
+                reason=f"it sets {', '.join(sorted(applied))}, which OpenVINO GenAI's own loop "
+                "would apply otherwise than transformers does: refused (decision 318)",
+            )
+        self._vocabulary = int(folder.config["vocab_size"])  # checked: processors_of
+        self._config = {**F32, **({"INFERENCE_NUM_THREADS": threads} if threads else {})}
+        try:
+            self._pipeline = genai.LLMPipeline(str(folder.engine), "CPU", **self._config)
+        except Exception as exc:  # the engine's own error types
+            reason = str(exc).replace(str(folder.root), ".")
+            raise ModelLoadError(model=MARKER, reason=reason) from None
+        self._genai, self._ov = genai, ov
+
+    def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:
+        genai, ov = self._genai, self._ov
+        config = genai.GenerationConfig()
+        config.max_new_tokens = spec.max_new_tokens
+        config.ignore_eos = True
+        if spec.sampling == "greedy":
+            config.do_sample = False
+        else:
+            config.do_sample = True
+            config.temperature = float(spec.temperature or 1.0)
+            config.top_k = spec.top_k or self._vocabulary
+            config.top_p = 1.0
+            config.rng_seed = (spec.seed + index) % (2**32)
+        tokens: list[int] = []
+        ended = threading.Event()
+        plain = not spec.stop and not spec.stop_at_end
+        ends, limit = self.ends, spec.max_new_tokens
+
+        base: Any = genai.StreamerBase
+
+        class Streamer(base):  # type: ignore[misc]
+            def write(self, token: Any) -> Any:
+                for t in token if isinstance(token, list) else [token]:
+                    tokens.append(int(t))
+                    if len(tokens) == 1:
+                        first()
+                    if len(tokens) >= limit or (not plain and ends(tokens, spec)):
+                        return genai.StreamingStatus.STOP
+                return genai.StreamingStatus.RUNNING
+
+            def end(self) -> None:
+                ended.set()
+
+        prompt = np.array([ids], dtype=np.int64)
+        mask = np.ones_like(prompt)  # both kept alive here: a Tensor shares its array's memory
+        inputs = genai.TokenizedInputs(ov.Tensor(prompt), ov.Tensor(mask))
+        streamer = Streamer()
+        self._pipeline.generate(inputs, config, streamer)
+        if not ended.wait(STREAMER_WAIT_S):
+            raise UserError(
+                f"OpenVINO GenAI's streamer did not end {STREAMER_WAIT_S} s after its answer"
+            )
+        del inputs, prompt, mask, streamer
+        return tokens[:limit]
+
+    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
+        if start >= len(ids):
+            return 0.0, 0
+        begin = max(start, 1)
+        if self._scorer is None:
+            assert self._folder is not None
+            core = self._ov.Core()
+            compiled = core.compile_model(str(self._folder.engine / MARKER), "CPU", self._config)
+            self._scorer = compiled.create_infer_request()
+        scorer = self._scorer
+        scorer.reset_state()
+        n = len(ids)
+        scorer.infer(
+            {
+                "input_ids": np.array([ids], dtype=np.int64),
+                "attention_mask": np.ones((1, n), dtype=np.int64),
+                "position_ids": np.arange(n, dtype=np.int64)[None],
+                "beam_idx": np.zeros(1, dtype=np.int32),
+            }
+        )
+        logits = np.asarray(scorer.get_tensor("logits").data, dtype=np.float64)[0]
+        nll = 0.0
+        for position in range(begin - 1, n - 1):
+            scores = logits[position]
+            top = scores.max()
+            log_norm = top + np.log(np.exp(scores - top).sum())
+            nll -= float(scores[ids[position + 1]] - log_norm)
+        return nll, n - begin
+
+    def close(self) -> None:
+        self._pipeline = self._scorer = None
+        if self._folder is not None:
+            self._folder.close()
+            self._folder = None
