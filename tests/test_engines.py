@@ -296,4 +296,28 @@ def test_the_engines_study_runs_every_cell_and_shows_each_engines_token_figures(
     offline = next(c for c in cells if c["scenario"] == "Offline")
     assert cell(offline) == f"{fmt_sig(offline['throughput_tps'])} tokens/s"
     single = next(c for c in cells if c["scenario"] == "SingleStream")
-    assert cell(single).startswith("TTFT ") and ", TPOT " in str(cell(single))
+    assert str(cell(single)).startswith("TTFT ") and ", TPOT " in str(cell(single))
+
+
+def test_a_first_token_told_from_another_thread_than_the_querys_is_refused() -> None:
+    """LoadGen matches a query's first token and its completion only from one thread (told
+    from two, its TTFT read 1.8e17 ns, and an accuracy test crashed): an engine that streams
+    on its own thread hands the first token back to the query's (OpenVINO GenAI's does)."""
+    import threading
+
+    from pinbench.worker.generation.scenario import _Query
+
+    query = _Query(7)
+    refused: list[BaseException] = []
+
+    def elsewhere() -> None:
+        try:
+            query.first()
+        except RuntimeError as exc:
+            refused.append(exc)
+
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join()
+    assert len(refused) == 1 and "another thread" in str(refused[0])
+    assert not query.told and query.at == 0

@@ -4,9 +4,11 @@ KV cache kept in the model's state), in float32 (``INFERENCE_PRECISION_HINT`` an
 ``KV_CACHE_PRECISION`` f32: the CPU plugin's default on a processor with bf16 is bf16).
 
 The engine's own loop chooses each token, streamed back one by one (``StreamerBase.write``,
-which the engine calls on a thread of its own: the first token is told to LoadGen from there,
-and an answer is complete only once the streamer has ended, so LoadGen never hears of a first
-token after its query is complete):
+which the engine calls on a thread of its own). LoadGen hears of a first token only from the
+query's thread (``scenario._Query``), so the engine generates on a thread of pinbench's
+(``generate`` waits there), the streamer wakes the query's thread at the first token, which
+tells LoadGen, and an answer is complete once the streamer has ended. The first token's time
+thus includes one thread's wake-up, as any client of a streaming engine sees it:
 greedy is its arg-max, seeded its own sampler (``top_k``, or every token; the ``temperature``),
 seeded with ``rng_seed = seed + sample index``. It never ends an answer itself
 (``ignore_eos``): pinbench's stop rules end it (``decoder.ends``), the streamer saying stop.
@@ -35,6 +37,9 @@ from pinbench.worker.predictors.config import ModelFiles
 
 MARKER = "openvino_model.xml"
 F32 = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32"}
+WAKE_S = 0.05
+"""How often the query's thread, waiting for the first token, looks whether the answer ended
+without one."""
 STREAMER_WAIT_S = 60
 """How long an answer waits for the engine's streamer thread to end after ``generate``
 returns."""
@@ -78,6 +83,9 @@ class OpenVINOGenerator(Generator):
             reason = str(exc).replace(str(folder.root), ".")
             raise ModelLoadError(model=MARKER, reason=reason) from None
         self._genai, self._ov = genai, ov
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._own = ThreadPoolExecutor(1, thread_name_prefix="openvino")
 
     def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:
         genai, ov = self._genai, self._ov
@@ -93,7 +101,7 @@ class OpenVINOGenerator(Generator):
             config.top_p = 1.0
             config.rng_seed = (spec.seed + index) % (2**32)
         tokens: list[int] = []
-        ended = threading.Event()
+        chosen, ended = threading.Event(), threading.Event()
         plain = not spec.stop and not spec.stop_at_end
         ends, limit = self.ends, spec.max_new_tokens
 
@@ -104,7 +112,7 @@ class OpenVINOGenerator(Generator):
                 for t in token if isinstance(token, list) else [token]:
                     tokens.append(int(t))
                     if len(tokens) == 1:
-                        first()
+                        chosen.set()
                     if len(tokens) >= limit or (not plain and ends(tokens, spec)):
                         return genai.StreamingStatus.STOP
                 return genai.StreamingStatus.RUNNING
@@ -116,7 +124,12 @@ class OpenVINOGenerator(Generator):
         mask = np.ones_like(prompt)  # both kept alive here: a Tensor shares its array's memory
         inputs = genai.TokenizedInputs(ov.Tensor(prompt), ov.Tensor(mask))
         streamer = Streamer()
-        self._pipeline.generate(inputs, config, streamer)
+        answer = self._own.submit(self._pipeline.generate, inputs, config, streamer)
+        while not chosen.wait(WAKE_S) and not answer.done():
+            pass
+        if chosen.is_set():
+            first()  # from this thread, LoadGen's (``scenario._Query``)
+        answer.result()
         if not ended.wait(STREAMER_WAIT_S):
             raise UserError(
                 f"OpenVINO GenAI's streamer did not end {STREAMER_WAIT_S} s after its answer"
@@ -154,6 +167,8 @@ class OpenVINOGenerator(Generator):
         return nll, n - begin
 
     def close(self) -> None:
+        if self._pipeline is not None:
+            self._own.shutdown()
         self._pipeline = self._scorer = None
         if self._folder is not None:
             self._folder.close()
