@@ -38,6 +38,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory, llama_catalog: Path) -> I
         "dataset-python-doc-prompts",
         "model-tiny-llama",
         *(f"model-tiny-llama-{engine}" for engine in ENGINES),
+        "model-tiny-llama-ctranslate2-int8",
     ):
         reg.publish(llama_catalog / f"{name}.yaml")
     yield reg
@@ -146,7 +147,9 @@ def test_seeded_sampling_is_the_same_in_every_run(
     assert not (first == greedy).all()
 
 
-@pytest.mark.parametrize("engine", sorted(ENGINES))
+@pytest.mark.parametrize(
+    "engine", ["onnxruntime-genai", "ctranslate2", "ctranslate2-int8", "openvino-genai"]
+)
 def test_a_conversion_is_its_converters_bytes_again(
     llama_catalog: Path, engine: str, tmp_path: Path
 ) -> None:
@@ -166,7 +169,7 @@ def test_a_conversion_is_its_converters_bytes_again(
     else:  # the converter's pinned environment's
         lock = LOCKS / "converters" / f"{converter.environment}.txt"
         assert f"{converter.package}=={record['version']} " in lock.read_text()
-    assert record["outputs"] == digests(artifact / engine)
+    assert record["outputs"] == digests(artifact / CONVERTERS[engine].engine)
     source = llama_catalog / "tiny-llama"
     assert record["inputs"] == digests(source)
     again = convert(converter, source, tmp_path / "again")
@@ -321,3 +324,24 @@ def test_a_first_token_told_from_another_thread_than_the_querys_is_refused() -> 
     thread.join()
     assert len(refused) == 1 and "another thread" in str(refused[0])
     assert not query.told and query.at == 0
+
+
+def test_a_quantised_engine_states_its_difference_as_the_field_does(
+    registry: Any, tmp_path: Path
+) -> None:
+    """CTranslate2's int8 conversion does not answer every prompt with transformers' float32
+    tokens; ``runs parity`` says how far: the share of prompts whose answers still agree, and
+    each run's perplexity of the references, each the runs' own."""
+    spec = {"max_new_tokens": NEW, "stop_at_end": False}
+    reference = _run(registry, TRANSFORMERS, spec, mode="accuracy")
+    int8 = _run(registry, "text/tiny-llama-ctranslate2-int8@1", spec, mode="accuracy")
+    ours, theirs = _answers(reference, tmp_path), _answers(int8, tmp_path)
+    (parity,) = [p for p in registry.parity(reference.id, [int8.id]) if p.run == int8.id]
+    figures = {f.name: f.value for f in parity.agreement.figures}
+    differing = int((ours != theirs).any(axis=1).sum())
+    assert figures["answers_differing"] == differing
+    assert figures["answers_agreeing"] == pytest.approx(1 - differing / len(ours))
+    assert figures["perplexity"] == int8.metrics["perplexity"]
+    assert figures["reference_perplexity"] == reference.metrics["perplexity"]
+    assert figures["perplexity"] != figures["reference_perplexity"]  # int8, not float32
+    assert figures["perplexity"] == pytest.approx(figures["reference_perplexity"], rel=0.05)

@@ -51,13 +51,15 @@ class Converter:
     module: str
     arguments: tuple[str, ...]
     """After ``python -m module``; ``IN`` and ``OUT`` stand for the two folders."""
+    weights: str = "float32"
+    """What the conversion makes of the weights, as the model's description says it."""
     environment: str | None = None
     """The converter's own environment (``environments/converters/<name>.txt``, built once by
     uv from its hash-pinned wheels: ``converter_python``), where it cannot run in pinbench's;
     None: pinbench's own interpreter."""
 
 
-CONVERTERS = {
+CONVERTERS = {  # by the artifact's name after text/tiny-llama-
     "onnxruntime-genai": Converter(
         engine="onnxruntime-genai",
         format="ort-genai",
@@ -71,6 +73,14 @@ CONVERTERS = {
         package="ctranslate2",
         module="ctranslate2.converters.transformers",
         arguments=("--model", "IN", "--output_dir", "OUT", "--quantization", "float32"),
+    ),
+    "ctranslate2-int8": Converter(
+        engine="ctranslate2",
+        format="ctranslate2",
+        package="ctranslate2",
+        module="ctranslate2.converters.transformers",
+        arguments=("--model", "IN", "--output_dir", "OUT", "--quantization", "int8"),
+        weights="int8 weights, computed in int8",
     ),
     "openvino-genai": Converter(
         engine="openvino-genai",
@@ -183,8 +193,8 @@ def export(root: Path, weights: Path) -> list[Path]:
     from pinbench.catalog.files import dump, entry
 
     manifests = []
-    for converter in CONVERTERS.values():
-        folder = root / f"{llama.FOLDER}-{converter.engine}"
+    for key, converter in CONVERTERS.items():
+        folder = root / f"{llama.FOLDER}-{key}"
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
@@ -195,15 +205,15 @@ def export(root: Path, weights: Path) -> list[Path]:
         files = sorted(p for p in folder.rglob("*") if p.is_file())
         manifests.append(
             dump(
-                root / f"model-{llama.FOLDER}-{converter.engine}.yaml",
+                root / f"model-{llama.FOLDER}-{key}.yaml",
                 {
                     "kind": "model",
-                    "name": f"{llama.NAME}-{converter.engine}",
+                    "name": f"{llama.NAME}-{key}",
                     "version": llama.VERSION,
                     "description": f"{llama.NAME}'s weights converted by {converter.package} "
-                    f"{record['version']}'s own converter (float32; {CONVERSION} records its "
-                    f"arguments and every digest), with the folder's tokenizer and config "
-                    f"(corpus as {gpt.NAME}'s)",
+                    f"{record['version']}'s own converter ({converter.weights}; {CONVERSION} "
+                    "records its arguments and every digest), with the folder's tokenizer and "
+                    f"config (corpus as {gpt.NAME}'s)",
                     "license": "Apache-2.0",
                     "format": converter.format,
                     "framework": {"name": converter.engine, "range": RANGES[converter.engine]},

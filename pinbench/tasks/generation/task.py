@@ -61,15 +61,20 @@ class TextGeneration(Task):
         b = np.pad(theirs, ((0, 0), (0, width - theirs.shape[1])), constant_values=-1)
         differ = a != b
         answers = int(differ.any(axis=1).sum())
-        return Agreement(
-            (
-                Figure("answers_differing", "answers differing", float(answers), "count"),
-                Figure("tokens_differing", "tokens differing", float(differ.sum()), "count"),
-                Figure("samples", "samples", float(len(a)), "count"),
-            ),
-            answers == 0,
-            "every answer the same token ids",
-        )
+        figures = [
+            Figure("answers_differing", "answers differing", float(answers), "count"),
+            Figure("tokens_differing", "tokens differing", float(differ.sum()), "count"),
+            Figure("samples", "samples", float(len(a)), "count"),
+        ]
+        if len(a):  # a quantised engine's difference, as the field states it
+            agreeing = 1.0 - answers / len(a)
+            figures.append(Figure("answers_agreeing", "answers agreeing", agreeing, "fraction"))
+        theirs_ppl = getattr(other, "metrics", {}).get("perplexity")
+        ours_ppl = getattr(reference, "metrics", {}).get("perplexity")
+        if isinstance(theirs_ppl, float) and isinstance(ours_ppl, float):
+            figures.append(Figure("perplexity", "perplexity", theirs_ppl, "value"))
+            figures.append(Figure("reference_perplexity", "reference's perplexity", ours_ppl))
+        return Agreement(tuple(figures), answers == 0, "every answer the same token ids")
 
     def prepare(self, context: Context) -> Scorer | None:
         raise UserError(
