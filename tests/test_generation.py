@@ -457,7 +457,10 @@ def test_parity_of_token_ids_counts_every_differing_answer() -> None:
     figures = {f.name: f.value for f in agreement.figures}
     assert not agreement.agrees
     assert figures == {
-        "answers_differing": 1, "tokens_differing": 2, "samples": 2, "answers_agreeing": 0.5
+        "answers_differing": 1,
+        "tokens_differing": 2,
+        "samples": 2,
+        "answers_agreeing": 0.5,
     }
 
 
