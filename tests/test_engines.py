@@ -345,3 +345,18 @@ def test_a_quantised_engine_states_its_difference_as_the_field_does(
     assert figures["reference_perplexity"] == reference.metrics["perplexity"]
     assert figures["perplexity"] != figures["reference_perplexity"]  # int8, not float32
     assert figures["perplexity"] == pytest.approx(figures["reference_perplexity"], rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("framework", "title"), [("vllm", "vLLM"), ("tensorrt-llm", "TensorRT-LLM")]
+)
+def test_a_gpu_engine_is_known_by_name_and_refused_with_the_reason(
+    framework: str, title: str
+) -> None:
+    from pinbench.worker.predictors import FrameworkUnavailable, nvidia_devices, predictor_class
+
+    with pytest.raises(FrameworkUnavailable) as refused:
+        predictor_class(framework)
+    reason = refused.value.reason
+    assert reason.startswith(title)
+    assert ("this machine has none" in reason) == (not nvidia_devices())
