@@ -224,30 +224,40 @@ def write_dataset(root: Path, data: Path) -> Path:
 
 def export(root: Path, weights: Path) -> list[Path]:
     """The trained folder copied under ``root/tiny-gpt/`` with its model manifest."""
+    description = (
+        f"a {LAYERS}-layer GPT-2 ({WIDTH} wide, {VOCAB}-token byte-level BPE, context "
+        f"{CONTEXT}) trained by pinbench's catalog on CPython's documentation topics, as a "
+        "Hugging Face folder"
+    )
+    return [export_folder(root, weights, "tiny-gpt", f"{NAME}@{VERSION}", description)]
+
+
+def export_folder(root: Path, weights: Path, folder_name: str, ref: str, description: str) -> Path:
+    """A trained Hugging Face folder (``fit``'s) copied to ``root/folder_name/``, its manifest
+    (``ref``: ``NAME@VERSION``; for transformers, its architecture from its config) written
+    beside: the manifest's path."""
+    name, version = ref.split("@")
     import shutil
 
     from pinbench.catalog.files import SUPPORTED, dump, entry
 
-    folder = root / "tiny-gpt"
+    folder = root / folder_name
     folder.mkdir(parents=True, exist_ok=True)
-    for name in FOLDER_FILES:
-        shutil.copyfile(weights / name, folder / name)
+    for file in FOLDER_FILES:
+        shutil.copyfile(weights / file, folder / file)
     config = json.loads((folder / "config.json").read_text())
-    manifest = dump(
-        root / "model-tiny-gpt.yaml",
+    return dump(
+        root / f"model-{folder_name}.yaml",
         {
             "kind": "model",
-            "name": NAME,
-            "version": VERSION,
-            "description": f"a {LAYERS}-layer GPT-2 ({WIDTH} wide, {VOCAB}-token byte-level BPE, "
-            f"context {CONTEXT}) trained by pinbench's catalog on CPython's documentation "
-            "topics, as a Hugging Face folder",
+            "name": name,
+            "version": version,
+            "description": description,
             "license": "Apache-2.0",
             "format": "hf-folder",
             "architecture": config["architectures"][0],
             "framework": {"name": "transformers", "range": SUPPORTED["transformers"]},
-            "files": [entry(root, folder / name) for name in FOLDER_FILES],
+            "files": [entry(root, folder / file) for file in FOLDER_FILES],
             "outputs": [{"name": "logits", "type": "generation"}],
         },
     )
-    return [manifest]

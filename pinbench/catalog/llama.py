@@ -10,8 +10,6 @@ query heads), an untied output head. Written as a Hugging Face folder.
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -52,29 +50,9 @@ def train(data: Path, out: Path) -> Path:
 
 def export(root: Path, weights: Path) -> list[Path]:
     """The trained folder copied under ``root/tiny-llama/`` with its model manifest."""
-    from pinbench.catalog.files import SUPPORTED, dump, entry
-
-    folder = root / FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in FOLDER_FILES:
-        shutil.copyfile(weights / name, folder / name)
-    config = json.loads((folder / "config.json").read_text())
-    manifest = dump(
-        root / "model-tiny-llama.yaml",
-        {
-            "kind": "model",
-            "name": NAME,
-            "version": VERSION,
-            "description": f"a {LAYERS}-layer LLaMA ({WIDTH} wide, {HEADS} query and "
-            f"{KV_HEADS} key/value heads, {gpt.VOCAB}-token byte-level BPE, context "
-            f"{gpt.CONTEXT}) trained by pinbench's catalog on CPython's documentation topics, "
-            "as a Hugging Face folder",
-            "license": "Apache-2.0",
-            "format": "hf-folder",
-            "architecture": config["architectures"][0],
-            "framework": {"name": "transformers", "range": SUPPORTED["transformers"]},
-            "files": [entry(root, folder / name) for name in FOLDER_FILES],
-            "outputs": [{"name": "logits", "type": "generation"}],
-        },
+    description = (
+        f"a {LAYERS}-layer LLaMA ({WIDTH} wide, {HEADS} query and {KV_HEADS} key/value heads, "
+        f"{gpt.VOCAB}-token byte-level BPE, context {gpt.CONTEXT}) trained by pinbench's catalog "
+        "on CPython's documentation topics, as a Hugging Face folder"
     )
-    return [manifest]
+    return [gpt.export_folder(root, weights, FOLDER, f"{NAME}@{VERSION}", description)]

@@ -21,9 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from pinbench.registry.generation import GenerationSpec
-from pinbench.worker.generation.decoder import First, Generator, end_tokens
-from pinbench.worker.generation.engine_folder import EngineFolder, open_folder
-from pinbench.worker.generation.ort_genai_generator import processors_of
+from pinbench.worker.generation.decoder import First, Generator
+from pinbench.worker.generation.engine_folder import EngineFolder, open_for, refuse_settings
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
 
@@ -43,21 +42,9 @@ class CT2Generator(Generator):
     def open(self, model: ModelFiles, threads: int | None) -> None:
         import ctranslate2
 
-        folder, tokenizer = open_folder(model, marker=MARKER, engine="ctranslate2")
+        folder = open_for(self, model, marker=MARKER, engine="ctranslate2")
         self._folder = folder
-        self.load_tokenizer(
-            model.files[tokenizer],
-            name=tokenizer,
-            context=folder.context,
-            end=end_tokens(folder.generation, folder.config),
-        )
-        applied = processors_of(folder).applied()
-        if applied:
-            raise ModelLoadError(
-                model="generation_config.json",
-                reason=f"it sets {', '.join(sorted(applied))}, which CTranslate2's own loop "
-                "would apply otherwise than transformers does: refused (decision 318)",
-            )
+        refuse_settings(folder, "CTranslate2")
         self._vocabulary = self._check_vocabulary(folder)
         try:
             self._engine = ctranslate2.Generator(

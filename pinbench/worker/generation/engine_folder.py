@@ -10,10 +10,14 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
+
+if TYPE_CHECKING:
+    from pinbench.worker.generation.decoder import Generator
+    from pinbench.worker.generation.processors import Processors
 
 
 @dataclass
@@ -81,3 +85,48 @@ def open_folder(model: ModelFiles, *, marker: str, engine: str) -> tuple[EngineF
         materialise(model.files, root)
     where = root.joinpath(*PurePosixPath(markers[0]).parent.parts)
     return EngineFolder(root, where, config, generation, context, scratch), "tokenizer.json"
+
+
+def open_for(generator: Generator, model: ModelFiles, *, marker: str, engine: str) -> EngineFolder:
+    """``open_folder``, the artifact's tokenizer loaded into ``generator`` (its context and
+    end-of-text tokens from the folder's config)."""
+    from pinbench.worker.generation.decoder import end_tokens
+
+    folder, tokenizer = open_folder(model, marker=marker, engine=engine)
+    generator.load_tokenizer(
+        model.files[tokenizer],
+        name=tokenizer,
+        context=folder.context,
+        end=end_tokens(folder.generation, folder.config),
+    )
+    return folder
+
+
+def processors_of(folder: EngineFolder) -> Processors:
+    """generation_config.json's settings checked as data (``processors``, decision 272), its
+    ids within config.json's ``vocab_size``."""
+    from pinbench.errors import UserError
+    from pinbench.worker.generation.processors import Processors, check_settings
+
+    width = folder.config.get("vocab_size")
+    try:
+        check_settings(folder.generation)
+        processors = Processors.of(folder.generation)
+        if not isinstance(width, int) or isinstance(width, bool):
+            raise UserError("config.json names no vocab_size")
+        processors.check(width)
+    except UserError as exc:
+        raise ModelLoadError(model="generation_config.json", reason=str(exc)) from None
+    return processors
+
+
+def refuse_settings(folder: EngineFolder, title: str) -> None:
+    """Refuse a generation config that sets what changes a token, for an engine whose own loop
+    chooses the tokens (it would apply them otherwise than transformers does)."""
+    applied = processors_of(folder).applied()
+    if applied:
+        raise ModelLoadError(
+            model="generation_config.json",
+            reason=f"it sets {', '.join(sorted(applied))}, which {title}'s own loop would "
+            "apply otherwise than transformers does: refused (decision 318)",
+        )

@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from pinbench.errors import UserError
 from pinbench.registry.generation import GenerationSpec
-from pinbench.worker.generation.decoder import First, Generator, end_tokens
-from pinbench.worker.generation.engine_folder import EngineFolder, open_folder
+from pinbench.worker.generation.decoder import First, Generator
+from pinbench.worker.generation.engine_folder import EngineFolder, open_for, processors_of
 from pinbench.worker.generation.ort_generator import pick
-from pinbench.worker.generation.processors import Processors, check_settings
+from pinbench.worker.generation.processors import Processors
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
 
@@ -47,19 +46,13 @@ class OrtGenAIGenerator(Generator):
 
         from pinbench.registry.engine_formats import EngineFolderRefused, check_genai
 
-        folder, tokenizer = open_folder(model, marker=MARKER, engine="onnxruntime-genai")
+        folder = open_for(self, model, marker=MARKER, engine="onnxruntime-genai")
         self._folder = folder
         marker = next(p for p in model.files if p.rsplit("/", 1)[-1] == MARKER)
         try:  # as publishing checked it: the engine reads nothing else
             check_genai(marker, model.files.__getitem__, list(model.files))
         except EngineFolderRefused as exc:
             raise ModelLoadError(model=exc.path, reason=exc.reason) from None
-        self.load_tokenizer(
-            model.files[tokenizer],
-            name=tokenizer,
-            context=folder.context,
-            end=end_tokens(folder.generation, folder.config),
-        )
         self._processors = processors_of(folder)
         self.applied = self._processors.applied()
         try:
@@ -116,18 +109,3 @@ class OrtGenAIGenerator(Generator):
         if self._folder is not None:
             self._folder.close()
             self._folder = None
-
-
-def processors_of(folder: EngineFolder) -> Processors:
-    """generation_config.json's settings checked as data (``processors``, decision 272), its
-    ids within config.json's ``vocab_size``."""
-    width = folder.config.get("vocab_size")
-    try:
-        check_settings(folder.generation)
-        processors = Processors.of(folder.generation)
-        if not isinstance(width, int) or isinstance(width, bool):
-            raise UserError("config.json names no vocab_size")
-        processors.check(width)
-    except UserError as exc:
-        raise ModelLoadError(model="generation_config.json", reason=str(exc)) from None
-    return processors

@@ -29,9 +29,8 @@ import numpy as np
 
 from pinbench.errors import UserError
 from pinbench.registry.generation import GenerationSpec
-from pinbench.worker.generation.decoder import First, Generator, end_tokens
-from pinbench.worker.generation.engine_folder import EngineFolder, open_folder
-from pinbench.worker.generation.ort_genai_generator import processors_of
+from pinbench.worker.generation.decoder import First, Generator
+from pinbench.worker.generation.engine_folder import EngineFolder, open_for, refuse_settings
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
 
@@ -60,21 +59,9 @@ class OpenVINOGenerator(Generator):
         import openvino as ov
         import openvino_genai as genai
 
-        folder, tokenizer = open_folder(model, marker=MARKER, engine="openvino-genai")
+        folder = open_for(self, model, marker=MARKER, engine="openvino-genai")
         self._folder = folder
-        self.load_tokenizer(
-            model.files[tokenizer],
-            name=tokenizer,
-            context=folder.context,
-            end=end_tokens(folder.generation, folder.config),
-        )
-        applied = processors_of(folder).applied()
-        if applied:
-            raise ModelLoadError(
-                model="generation_config.json",
-                reason=f"it sets {', '.join(sorted(applied))}, which OpenVINO GenAI's own loop "
-                "would apply otherwise than transformers does: refused (decision 318)",
-            )
+        refuse_settings(folder, "OpenVINO GenAI")
         self._vocabulary = int(folder.config["vocab_size"])  # checked: processors_of
         self._config = {**F32, **({"INFERENCE_NUM_THREADS": threads} if threads else {})}
         try:
