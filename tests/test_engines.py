@@ -133,7 +133,7 @@ def test_every_engines_token_figures_are_loadgens(
     assert (tokens == 6).all() and (ttft > 0).all()
 
 
-@pytest.mark.parametrize("engine", sorted(ENGINES))
+@pytest.mark.parametrize("engine", ["onnxruntime-genai", "openvino-genai"])
 def test_seeded_sampling_is_the_same_in_every_run(
     registry: Any, engine: str, tmp_path: Path
 ) -> None:
@@ -145,6 +145,15 @@ def test_seeded_sampling_is_the_same_in_every_run(
     )
     assert (first == again).all()
     assert not (first == greedy).all()
+
+
+def test_seeded_sampling_on_ctranslate2_is_refused_when_locked(registry: Any) -> None:
+    """Its random generator is seeded once per thread: the same seed gave another answer after
+    other answers had been drawn, so it cannot give seeded answers that are the same in any
+    order."""
+    spec = {"max_new_tokens": 4, "sampling": "seeded", "temperature": 1.0, "seed": 7}
+    with pytest.raises(PinbenchError, match="seeded sampling on ctranslate2 is refused"):
+        _run(registry, ENGINES["ctranslate2"], spec, mode="accuracy")
 
 
 @pytest.mark.parametrize(
@@ -164,8 +173,10 @@ def test_a_conversion_is_its_converters_bytes_again(
     artifact = llama_catalog / f"tiny-llama-{engine}"
     record = json.loads((artifact / "conversion.json").read_text())
     converter = CONVERTERS[engine]
-    if converter.environment is None:  # pinbench's own interpreter's package
+    if converter.environment is None:  # pinbench's own interpreter's packages
         assert record["version"] == version(converter.package)
+        wanted = {p: version(p) for p in (converter.package, *converter.imports)}
+        assert record["packages"] == wanted
     else:  # the converter's pinned environment's
         lock = LOCKS / "converters" / f"{converter.environment}.txt"
         assert f"{converter.package}=={record['version']} " in lock.read_text()
@@ -209,6 +220,21 @@ def _genai(change: Callable[[dict[str, Any]], None]) -> Callable[[Path], None]:
     return edit
 
 
+def _genai_text(change: Callable[[str], str]) -> Callable[[Path], None]:
+    def edit(folder: Path) -> None:
+        path = folder / "onnxruntime-genai" / "genai_config.json"
+        path.write_text(change(path.read_text()))
+
+    return edit
+
+
+def _smuggled(text: str) -> str:
+    """A second ``model`` key before the real one, loading a library: a JSON reader keeps the
+    last, ONNX Runtime GenAI's parser applies both."""
+    evil = '"model": {"decoder": {"session_options": {"custom_ops_library": "libops.so"}}}, '
+    return "{" + evil + text.lstrip()[1:]
+
+
 def _session(config: dict[str, Any]) -> dict[str, Any]:
     options: dict[str, Any] = config["model"]["decoder"]["session_options"]
     return options
@@ -234,10 +260,32 @@ def _session(config: dict[str, Any]) -> dict[str, Any]:
             "model.embedding is not a key pinbench loads",
         ),
         (_genai(lambda c: c.clear()), "model.decoder.filename must name a file"),
+        (_genai_text(_smuggled), "the key 'model' appears twice in one object"),
+        (
+            _genai(lambda c: c["model"]["decoder"]["outputs"].update(present_key_names="%s%s")),
+            "present_key_names '%s%s': one %d among name characters only",
+        ),
+        (
+            _genai(lambda c: c["search"].update(num_return_sequences=8)),
+            "search.num_return_sequences: 1",
+        ),
+        (_genai_text(lambda t: t.replace('"top_p": 1.0', '"top_p": NaN')), "NaN is not a JSON"),
         (lambda f: (f / "onnxruntime-genai" / "model.onnx.data").unlink(), "keeps its data"),
         (lambda f: (f / "tokenizer.json").unlink(), "'tokenizer.json': a ort-genai model needs it"),
     ],
-    ids=["custom-ops", "provider", "outside", "other-model", "empty", "external-data", "tokenizer"],
+    ids=[
+        "custom-ops",
+        "provider",
+        "outside",
+        "other-model",
+        "empty",
+        "duplicate-key",
+        "format-string",
+        "many-answers",
+        "nan",
+        "external-data",
+        "tokenizer",
+    ],
 )
 def test_an_ort_genai_folder_beyond_one_cpu_decoder_is_refused_at_publish(
     registry: Any, llama_catalog: Path, tmp_path: Path, change: Callable[[Path], None], message: str
@@ -345,6 +393,8 @@ def test_a_quantised_engine_states_its_difference_as_the_field_does(
     assert figures["reference_perplexity"] == reference.metrics["perplexity"]
     assert figures["perplexity"] != figures["reference_perplexity"]  # int8, not float32
     assert figures["perplexity"] == pytest.approx(figures["reference_perplexity"], rel=0.05)
+    change = figures["perplexity"] / figures["reference_perplexity"] - 1
+    assert figures["perplexity_change"] == pytest.approx(change)
 
 
 @pytest.mark.parametrize(
@@ -360,3 +410,18 @@ def test_a_gpu_engine_is_known_by_name_and_refused_with_the_reason(
     reason = refused.value.reason
     assert reason.startswith(title)
     assert ("this machine has none" in reason) == (not nvidia_devices())
+
+
+def test_an_openvino_ir_that_sets_its_own_runtime_options_is_refused_at_publish(
+    registry: Any, llama_catalog: Path, tmp_path: Path
+) -> None:
+    def options(folder: Path) -> None:
+        path = folder / "openvino-genai" / "openvino_model.xml"
+        text = path.read_text()
+        extra = '<KEY_CACHE_GROUP_SIZE value="16" />'
+        path.write_text(text.replace("<runtime_options>", "<runtime_options>" + extra, 1))
+
+    manifest = _republished(llama_catalog, tmp_path, "openvino-genai", options, "text/optioned")
+    with pytest.raises(PinbenchError, match="carries rt_info runtime_options KEY_CACHE_GROUP_SIZE"):
+        registry.publish(manifest)
+    assert registry.list("model", "text/optioned") == []

@@ -4,9 +4,13 @@
 Each conversion runs the converter of the installed, pinned engine package in a child
 process, offline, on the trained Hugging Face folder, into a folder of its own, and records
 what it did in ``conversion.json`` beside it: the converter, its package and version, its
-arguments (paths as ``IN`` and ``OUT``), and the sha256 of every file it read and wrote. Both
-converters here are deterministic: converting the same folder again gives the same bytes
+arguments (paths as ``IN`` and ``OUT``), and the sha256 of every file it read and wrote. Every
+converter here is deterministic: converting the same folder again gives the same bytes
 (``tests/test_engines.py`` converts twice and compares).
+
+Where a converter runs in pinbench's own environment, the record names the versions of the
+packages it converts with beside its own (``imports``); where it runs in an environment of its
+own, that environment's digest, which names every wheel.
 
 An engine's artifact is the converter's folder whole, under the engine's name, beside the
 Hugging Face folder's ``config.json``, ``generation_config.json`` and tokenizer files, which
@@ -29,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from importlib.metadata import version
 from pathlib import Path
 
 from pinbench.catalog import gpt, llama
@@ -53,6 +56,9 @@ class Converter:
     """After ``python -m module``; ``IN`` and ``OUT`` stand for the two folders."""
     weights: str = "float32"
     """What the conversion makes of the weights, as the model's description says it."""
+    imports: tuple[str, ...] = ()
+    """The packages the converter reads the folder and writes the engine's with, beside its
+    own: their versions are recorded where it runs in pinbench's environment."""
     environment: str | None = None
     """The converter's own environment (``environments/converters/<name>.txt``, built once by
     uv from its hash-pinned wheels: ``converter_python``), where it cannot run in pinbench's;
@@ -66,6 +72,7 @@ CONVERTERS = {  # by the artifact's name after text/tiny-llama-
         package="onnxruntime-genai",
         module="onnxruntime_genai.models.builder",
         arguments=("-i", "IN", "-o", "OUT", "-p", "fp32", "-e", "cpu"),
+        imports=("onnx-ir", "onnx", "torch", "transformers"),
     ),
     "ctranslate2": Converter(
         engine="ctranslate2",
@@ -73,6 +80,7 @@ CONVERTERS = {  # by the artifact's name after text/tiny-llama-
         package="ctranslate2",
         module="ctranslate2.converters.transformers",
         arguments=("--model", "IN", "--output_dir", "OUT", "--quantization", "float32"),
+        imports=("torch", "transformers"),
     ),
     "ctranslate2-int8": Converter(
         engine="ctranslate2",
@@ -81,6 +89,7 @@ CONVERTERS = {  # by the artifact's name after text/tiny-llama-
         module="ctranslate2.converters.transformers",
         arguments=("--model", "IN", "--output_dir", "OUT", "--quantization", "int8"),
         weights="int8 weights, computed in int8",
+        imports=("torch", "transformers"),
     ),
     "openvino-genai": Converter(
         engine="openvino-genai",
@@ -117,22 +126,30 @@ def digests(folder: Path) -> dict[str, str]:
 
 def convert(converter: Converter, source: Path, out: Path) -> dict[str, object]:
     """``source`` (a Hugging Face folder) converted into ``out`` (made here, must not exist);
-    returns the conversion's record."""
+    returns the conversion's record. The converter's process sees little of this process's
+    environment (``PASSED_ON``: no ``PYTHONPATH`` to import another package's version than the one
+    recorded) and is offline."""
     named = {"IN": str(source), "OUT": str(out)}
     arguments = [named.get(a, a) for a in converter.arguments]
     python, environment = converter_python(converter.environment)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     with tempfile.TemporaryDirectory(prefix="pinbench-convert-") as cache:
-        env["HF_HOME"] = cache  # the converter's downloads, were it to try one: none reach here
-        done = subprocess.run(
-            [python, "-m", converter.module, *arguments],
-            env=env,
-            cwd=cache,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
+        env = {k: v for k, v in os.environ.items() if k in PASSED_ON} | OFFLINE | {"HF_HOME": cache}
+        try:
+            done = subprocess.run(
+                [python, "-m", converter.module, *arguments],
+                env=env,
+                cwd=cache,
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            shutil.rmtree(out, ignore_errors=True)
+            raise ConversionFailed(
+                engine=converter.engine, status=-1, tail=f"still running after {TIMEOUT_S} s"
+            ) from None
+        versions = _versions(python, (converter.package, *converter.imports), env, converter)
     if done.returncode != 0:
         shutil.rmtree(out, ignore_errors=True)
         tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
@@ -142,12 +159,41 @@ def convert(converter: Converter, source: Path, out: Path) -> dict[str, object]:
     return {
         "converter": f"python -m {converter.module}",
         "package": converter.package,
-        "version": _version(python, converter.package),
+        "version": versions[converter.package],
         "arguments": list(converter.arguments),
-        **({"environment": environment} if environment else {}),
+        **({"environment": environment} if environment else {"packages": versions}),
         "inputs": digests(source),
         "outputs": digests(out),
     }
+
+
+PASSED_ON = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+"""What a converter's process sees of this process's environment."""
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "PYTHONNOUSERSITE": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+}
+
+
+def _versions(
+    python: str, packages: tuple[str, ...], env: dict[str, str], converter: Converter
+) -> dict[str, str]:
+    """Each package's installed version in the interpreter ``python``, as the converter's own
+    process finds it."""
+    code = (
+        "import json, sys; from importlib.metadata import version; "
+        "print(json.dumps({p: version(p) for p in sys.argv[1:]}))"
+    )
+    done = subprocess.run(
+        [python, "-c", code, *packages], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:]
+        raise ConversionFailed(engine=converter.engine, status=done.returncode, tail=" ".join(tail))
+    found: dict[str, str] = json.loads(done.stdout)
+    return found
 
 
 def converter_python(name: str | None) -> tuple[str, str | None]:
@@ -172,19 +218,6 @@ def converter_python(name: str | None) -> tuple[str, str | None]:
     cache = os.environ.get(CACHE_VARIABLE) or str(Path.home() / ".cache/pinbench/converters")
     built = materialise(Path(cache), env, say=lambda text: print(text, file=sys.stderr))
     return str(built.python), built.digest
-
-
-def _version(python: str, package: str) -> str:
-    """``package``'s installed version in the interpreter ``python``."""
-    if python == sys.executable:
-        return version(package)
-    done = subprocess.run(
-        [python, "-c", f"from importlib.metadata import version; print(version({package!r}))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 def export(root: Path, weights: Path) -> list[Path]:

@@ -14,7 +14,9 @@ refusal names the key and the file.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -25,40 +27,46 @@ from pinbench.registry.sourcing import FileProblem
 GENAI = "genai_config.json"
 MAX_CONFIG_BYTES = 1 << 20
 ROOT_FILES = ("config.json", "tokenizer.json")
+NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,128}\Z")
+TEMPLATE = re.compile(r"[A-Za-z0-9_.:/-]{0,120}%d[A-Za-z0-9_.:/-]{0,120}\Z")
+MOST = 2**31 - 1
 GENAI_KEYS: Mapping[str, Any] = {
     "model": {
-        "bos_token_id": None,
-        "context_length": None,
-        "eos_token_id": None,
-        "pad_token_id": None,
-        "sep_token_id": None,
-        "decoder_start_token_id": None,
-        "type": None,
-        "vocab_size": None,
+        "bos_token_id": "ids",
+        "context_length": "count",
+        "eos_token_id": "ids",
+        "pad_token_id": "ids",
+        "sep_token_id": "ids",
+        "decoder_start_token_id": "ids",
+        "type": "name",
+        "vocab_size": "count",
         "decoder": {
-            "session_options": {"log_id": None, "provider_options": None},
-            "filename": None,
-            "head_size": None,
-            "hidden_size": None,
-            "inputs": None,
-            "outputs": None,
-            "num_attention_heads": None,
-            "num_hidden_layers": None,
-            "num_key_value_heads": None,
+            "session_options": {"log_id": "name", "provider_options": "empty"},
+            "filename": "name",
+            "head_size": "count",
+            "hidden_size": "count",
+            "inputs": "names",
+            "outputs": "names",
+            "num_attention_heads": "count",
+            "num_hidden_layers": "count",
+            "num_key_value_heads": "count",
         },
     },
     "search": {
-        key: None
-        for key in (
-            "diversity_penalty", "do_sample", "early_stopping", "length_penalty", "max_length",
-            "min_length", "no_repeat_ngram_size", "num_beams", "num_return_sequences",
-            "past_present_share_buffer", "repetition_penalty", "temperature", "top_k", "top_p",
-        )
+        **dict.fromkeys(("do_sample", "early_stopping", "past_present_share_buffer"), "bool"),
+        **dict.fromkeys(("num_beams", "num_return_sequences"), "one"),
+        **dict.fromkeys(("max_length", "min_length", "no_repeat_ngram_size", "top_k"), "whole"),
+        **dict.fromkeys(
+            ("diversity_penalty", "length_penalty", "repetition_penalty", "temperature", "top_p"),
+            "number",
+        ),
     },
-}  # fmt: skip
-"""The keys a ``genai_config.json`` may hold, nested; None: any value of plain data. Its
-``search`` section is the engine's own search's defaults, which pinbench's loop does not use
-(``worker.generation.ort_genai_generator``)."""
+}
+"""The keys a ``genai_config.json`` may hold, nested, each leaf with its rule (``_leaf``).
+Its ``search`` section is the engine's own search's defaults, which pinbench's loop does not
+use (``worker.generation.ort_genai_generator``), bounded all the same. The decoder's input and
+output names are templates the engine formats (``past_key_values.%d.key``): one ``%d`` and
+name characters only, so no other conversion reaches its formatting."""
 ENGINE_FOLDER = {
     "ort-genai": (GENAI,),
     "ctranslate2": ("model.bin", "config.json"),
@@ -96,34 +104,36 @@ def check_engine_folder(manifest: ModelManifest, where: Callable[[FileEntry], Pa
             )
     if manifest.format == "ort-genai":
         check_genai(found[0], lambda p: where(paths[p]), list(paths))
+    if manifest.format == "openvino":
+        check_openvino_ir(found[0], where(paths[found[0]]))
 
 
-def check_genai(name: str, locate: Callable[[str], Path], paths: Collection[str]) -> None:
-    """Refuse the ``genai_config.json`` at artifact path ``name`` (its bytes at
-    ``locate(name)``) unless it holds ``GENAI_KEYS`` alone, no provider, and a decoder that is
-    an ONNX model of the artifact's ``paths`` beside it. Publishing checks it, and the
-    generator again before the engine reads it."""
+def check_genai(name: str, locate: Callable[[str], Path], paths: Collection[str]) -> Genai:
+    """The ``genai_config.json`` at artifact path ``name`` (its bytes at ``locate(name)``)
+    as checked data, with its decoder and the files that hold the decoder's external data;
+    refused unless it holds ``GENAI_KEYS`` alone, each key once, each value by its rule, no
+    provider, and a decoder that is an ONNX model of the artifact's ``paths`` beside it.
+    Publishing checks it, and the generator again, then gives the engine this data written
+    anew, never the file (``ort_genai_generator``)."""
     from pinbench.registry.onnx_files import OnnxRefused, check_onnx
 
     path = locate(name)
     if path.stat().st_size > MAX_CONFIG_BYTES:
         raise EngineFolderRefused(path=name, reason=f"larger than {MAX_CONFIG_BYTES} bytes")
     try:
-        config = json.loads(path.read_bytes())
+        config = json.loads(path.read_bytes(), object_pairs_hook=_once, parse_constant=_finite)
     except ValueError as exc:
-        raise EngineFolderRefused(path=name, reason=f"not JSON ({exc})") from None
+        raise EngineFolderRefused(
+            path=name, reason=f"not JSON as pinbench reads it: {exc}"
+        ) from None
     _check_keys(name, config, GENAI_KEYS, "")
     decoder = config.get("model", {}).get("decoder", {})
-    providers = decoder.get("session_options", {}).get("provider_options", [])
-    if providers:
-        raise EngineFolderRefused(
-            path=name,
-            reason="model.decoder.session_options.provider_options names execution providers: "
-            "pinbench runs the engine on the CPU's own, and a provider is a library the engine "
-            "loads",
-        )
     filename = decoder.get("filename")
-    if not isinstance(filename, str) or PurePosixPath(filename).name != filename or not filename:
+    if (
+        not isinstance(filename, str)
+        or PurePosixPath(filename).name != filename
+        or (filename in {".", ".."})
+    ):
         raise EngineFolderRefused(
             path=name, reason="model.decoder.filename must name a file beside it, by its name"
         )
@@ -131,9 +141,71 @@ def check_genai(name: str, locate: Callable[[str], Path], paths: Collection[str]
     if model not in paths:
         raise EngineFolderRefused(path=name, reason=f"its decoder {model} is not among the files")
     try:
-        check_onnx(model, locate(model), list(paths))
+        sidecars = check_onnx(model, locate(model), list(paths))
     except OnnxRefused as exc:
         raise EngineFolderRefused(path=model, reason=exc.reason) from None
+    return Genai(config, model, tuple(sidecars))
+
+
+MAX_IR_BYTES = 256 << 20
+RUNTIME_OPTIONS = re.compile(rb"<runtime_options>(.*?)</runtime_options>", re.DOTALL)
+OPTION = re.compile(rb"<\s*([A-Za-z0-9_]+)")
+KNOWN_OPTIONS = frozenset({"KV_CACHE_PRECISION", "ACTIVATIONS_SCALE_FACTOR"})
+"""The ``rt_info`` runtime options an IR may carry (optimum-intel's export writes both):
+``KV_CACHE_PRECISION``, which pinbench sets itself (f32, ``ov_generator``), and
+``ACTIVATIONS_SCALE_FACTOR``, a scale for f16 activations, which float32 inference does not
+use. Any other is refused: the engine takes it as a compile setting wherever pinbench sets
+none."""
+
+
+def check_openvino_ir(name: str, path: Path) -> None:
+    """Refuse an OpenVINO IR (``.xml``) whose ``rt_info`` runtime options set anything but
+    ``KNOWN_OPTIONS``: the model's file would set how it runs (KV cache grouping, precision
+    hints, threads)."""
+    size = path.stat().st_size
+    if size > MAX_IR_BYTES:
+        raise EngineFolderRefused(path=name, reason=f"larger than {MAX_IR_BYTES} bytes")
+    text = path.read_bytes()
+    blocks = RUNTIME_OPTIONS.findall(text)
+    if text.count(b"<runtime_options") != len(blocks):
+        raise EngineFolderRefused(
+            path=name, reason="its rt_info runtime_options are not written as pinbench reads them"
+        )
+    for block in blocks:
+        for option in OPTION.findall(block):
+            key = option.decode("ascii")
+            if key not in KNOWN_OPTIONS:
+                raise EngineFolderRefused(
+                    path=name,
+                    reason=f"it carries rt_info runtime_options {key}, which the engine would "
+                    "take as its compile settings: refused (pinbench sets how it runs; known: "
+                    f"{', '.join(sorted(KNOWN_OPTIONS))})",
+                )
+
+
+@dataclass(frozen=True)
+class Genai:
+    config: dict[str, Any]
+    """``genai_config.json`` as checked."""
+    decoder: str
+    """The decoder's artifact path."""
+    data: tuple[str, ...]
+    """The artifact paths of the files holding the decoder's external data."""
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each there once (a parser that keeps every occurrence of
+    a key would read another object than the one checked)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _finite(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
 
 
 def _check_keys(name: str, data: Any, allowed: Mapping[str, Any], at: str) -> None:
@@ -147,5 +219,53 @@ def _check_keys(name: str, data: Any, allowed: Mapping[str, Any], at: str) -> No
                 reason=f"{where} is not a key pinbench loads (it accepts "
                 f"{', '.join(sorted(allowed))} there): refused rather than passed to the engine",
             )
-        if allowed[key] is not None:
-            _check_keys(name, value, allowed[key], where)
+        rule = allowed[key]
+        if isinstance(rule, Mapping):
+            _check_keys(name, value, rule, where)
+            continue
+        problem = _leaf(rule, value)
+        if problem is not None:
+            raise EngineFolderRefused(path=name, reason=f"{where}: {problem}")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MOST
+
+
+def _leaf(rule: str, value: Any) -> str | None:
+    """What is wrong with ``value`` by ``rule``, or None."""
+    if rule in {"count", "whole"}:
+        least = 1 if rule == "count" else 0
+        return None if _whole(value) and value >= least else f"a whole number {least}..{MOST}"
+    if rule == "ids":
+        ids = value if isinstance(value, list) else [value]
+        return None if 0 < len(ids) <= 64 and all(map(_whole, ids)) else "a token id, or ids"
+    if rule == "one":
+        return None if value == 1 and not isinstance(value, bool) else "1 (one answer each)"
+    if rule == "bool":
+        return None if isinstance(value, bool) else "true or false"
+    if rule == "number":
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if ok and 0 <= value <= 1e6 else "a number 0..1e6"
+    if rule == "name":
+        return (
+            None if isinstance(value, str) and NAME.match(value) else "a name (A-Z a-z 0-9 _.:/-)"
+        )
+    if rule == "empty":
+        return (
+            None
+            if value == []
+            else "names execution providers: pinbench runs the engine on the CPU's own, and a "
+            "provider is a library the engine loads"
+        )
+    assert rule == "names"
+    if not isinstance(value, dict) or len(value) > 64:
+        return "an object of names"
+    for key, text in value.items():
+        if not NAME.match(str(key)) or not isinstance(text, str):
+            return f"{key!r}: a name"
+        pattern = TEMPLATE if str(key).endswith("_names") else NAME
+        if not pattern.match(text):
+            which = "one %d among name characters" if pattern is TEMPLATE else "name characters"
+            return f"{key} {text!r}: {which} only (the engine formats these names)"
+    return None

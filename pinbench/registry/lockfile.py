@@ -193,6 +193,17 @@ class LockBody(_Frozen, frozen=True, kw_only=True):
             pinned=env.requirements if env is not None else [],
         )
         framework = self.environment.framework if self.environment is not None else None
+        generation = self.request.generation
+        if (
+            framework == "ctranslate2"
+            and generation is not None
+            and generation.sampling == "seeded"
+        ):
+            raise ValueError(
+                "seeded sampling on ctranslate2 is refused: its random generator is seeded once "
+                "per thread and never again, so an answer would depend on every answer drawn "
+                "before it (decision 318); sample on another framework, or answer greedy"
+            )
         if generating and self.batch_size != 1 and framework != "transformers":
             raise ValueError(
                 f"batched generation runs on transformers; {framework}'s generator (pinbench's "

@@ -74,6 +74,8 @@ class TextGeneration(Task):
         if isinstance(theirs_ppl, float) and isinstance(ours_ppl, float):
             figures.append(Figure("perplexity", "perplexity", theirs_ppl, "value"))
             figures.append(Figure("reference_perplexity", "reference's perplexity", ours_ppl))
+            change = theirs_ppl / ours_ppl - 1.0 if ours_ppl > 0 else float("nan")
+            figures.append(Figure("perplexity_change", "perplexity change", change, "fraction"))
         return Agreement(tuple(figures), answers == 0, "every answer the same token ids")
 
     def prepare(self, context: Context) -> Scorer | None:

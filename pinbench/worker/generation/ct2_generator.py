@@ -3,10 +3,11 @@
 to.
 
 CTranslate2 has no step that hands out logits with its cache kept, so the engine chooses each
-token: greedy is its top-1 (``sampling_topk=1``), seeded its own sampler (``sampling_topk``
-from ``top_k``, all tokens without one; ``sampling_temperature``), seeded by
-``ctranslate2.set_random_seed(seed + sample index)`` before each answer (one answer at a time,
-so nothing else draws from it in between). It never ends an answer itself (no end token):
+token: greedy is its top-1 (``sampling_topk=1``). Seeded sampling is refused: the engine's
+random generator is made once per thread and ``ctranslate2.set_random_seed`` does not reach it
+again, so an answer sampled with the same seed differed with the answers drawn before it
+(sample 0, then 1, then 0 again gave another answer), where pinbench's seeded answers are the
+same in every run and any order. It never ends an answer itself (no end token):
 pinbench's stop rules end it (``decoder.ends``), closing the engine's iterator. The
 generation config's settings that change a token (``processors.APPLIED``) are not applied by
 this loop, so a model that declares one is refused when it opens, naming it.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pinbench.errors import UserError
 from pinbench.registry.generation import GenerationSpec
 from pinbench.worker.generation.decoder import First, Generator
 from pinbench.worker.generation.engine_folder import EngineFolder, open_for, refuse_settings
@@ -89,12 +91,11 @@ class CT2Generator(Generator):
         vocabulary = self._vocabulary
         if spec.sampling == "greedy":
             choice: dict[str, Any] = {"sampling_topk": 1}
-        else:
-            self._ct2.set_random_seed((spec.seed + index) % (2**32))
-            choice = {
-                "sampling_topk": spec.top_k or 0,
-                "sampling_temperature": spec.temperature,
-            }
+        else:  # refused when locked (``registry.lockfile``); a lockfile made otherwise too
+            raise UserError(
+                "seeded sampling on ctranslate2 is refused: its random generator is seeded once "
+                "per thread, so an answer would depend on the answers drawn before it"
+            )
         steps = self._engine.generate_tokens(
             [vocabulary[i] for i in ids],
             max_length=spec.max_new_tokens,

@@ -15,7 +15,10 @@ are not transformers'. One engine generator per prompt, sized for the prompt and
 
 from __future__ import annotations
 
+import json
+import tempfile
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,11 +40,10 @@ class OrtGenAIGenerator(Generator):
         self._og: Any = None
         self._model: Any = None
         self._folder: EngineFolder | None = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._processors = Processors()
 
     def open(self, model: ModelFiles, threads: int | None) -> None:
-        import json
-
         import onnxruntime_genai as og
 
         from pinbench.registry.engine_formats import EngineFolderRefused, check_genai
@@ -49,14 +51,26 @@ class OrtGenAIGenerator(Generator):
         folder = open_for(self, model, marker=MARKER, engine="onnxruntime-genai")
         self._folder = folder
         marker = next(p for p in model.files if p.rsplit("/", 1)[-1] == MARKER)
-        try:  # as publishing checked it: the engine reads nothing else
-            check_genai(marker, model.files.__getitem__, list(model.files))
+        try:  # as publishing checked it: the engine reads this data, written anew, alone
+            checked = check_genai(marker, model.files.__getitem__, list(model.files))
         except EngineFolderRefused as exc:
             raise ModelLoadError(model=exc.path, reason=exc.reason) from None
+        self._scratch = tempfile.TemporaryDirectory(prefix="pinbench-genai-")
+        engine = Path(self._scratch.name)
+        (engine / MARKER).write_text(json.dumps(checked.config))
+        for path in (checked.decoder, *checked.data):
+            (engine / path.rsplit("/", 1)[-1]).symlink_to(folder.root / path)
+        context = checked.config["model"].get("context_length")
+        if context is not None and folder.context is not None and context < folder.context:
+            raise ModelLoadError(
+                model=marker,
+                reason=f"its context_length {context} is shorter than config.json's "
+                f"{folder.context}, by which prompts are bounded",
+            )
         self._processors = processors_of(folder)
         self.applied = self._processors.applied()
         try:
-            config = og.Config(str(folder.engine))
+            config = og.Config(str(engine))
             config.clear_providers()  # the CPU's
             if threads is not None:
                 options = {"intra_op_num_threads": threads, "inter_op_num_threads": 1}
@@ -106,6 +120,9 @@ class OrtGenAIGenerator(Generator):
 
     def close(self) -> None:
         self._model = None
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
         if self._folder is not None:
             self._folder.close()
             self._folder = None
