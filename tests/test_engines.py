@@ -260,7 +260,7 @@ def _session(config: dict[str, Any]) -> dict[str, Any]:
             "model.embedding is not a key pinbench loads",
         ),
         (_genai(lambda c: c.clear()), "model.decoder.filename must name a file"),
-        (_genai_text(_smuggled), "the key 'model' appears twice in one object"),
+        (_genai_text(_smuggled), "key 'model' appears twice in one object"),
         (
             _genai(lambda c: c["model"]["decoder"]["outputs"].update(present_key_names="%s%s")),
             "present_key_names '%s%s': one %d among name characters only",

@@ -13,7 +13,6 @@ refusal names the key and the file.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -120,12 +119,12 @@ def check_genai(name: str, locate: Callable[[str], Path], paths: Collection[str]
     path = locate(name)
     if path.stat().st_size > MAX_CONFIG_BYTES:
         raise EngineFolderRefused(path=name, reason=f"larger than {MAX_CONFIG_BYTES} bytes")
-    try:
-        config = json.loads(path.read_bytes(), object_pairs_hook=_once, parse_constant=_finite)
-    except ValueError as exc:
-        raise EngineFolderRefused(
-            path=name, reason=f"not JSON as pinbench reads it: {exc}"
-        ) from None
+    from pinbench.artifacts.jsonsafe import JsonRefused, load_json
+
+    try:  # each key once: the engine applies every occurrence, a JSON reader keeps the last
+        config = load_json(path.read_bytes())
+    except JsonRefused as exc:
+        raise EngineFolderRefused(path=name, reason=str(exc)) from None
     _check_keys(name, config, GENAI_KEYS, "")
     decoder = config.get("model", {}).get("decoder", {})
     filename = decoder.get("filename")
@@ -191,21 +190,6 @@ class Genai:
     """The decoder's artifact path."""
     data: tuple[str, ...]
     """The artifact paths of the files holding the decoder's external data."""
-
-
-def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are each there once (a parser that keeps every occurrence of
-    a key would read another object than the one checked)."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"the key {key!r} appears twice in one object")
-        out[key] = value
-    return out
-
-
-def _finite(constant: str) -> Any:
-    raise ValueError(f"{constant} is not a JSON number")
 
 
 def _check_keys(name: str, data: Any, allowed: Mapping[str, Any], at: str) -> None:

@@ -30,11 +30,21 @@ class EngineFolder:
     generation: dict[str, Any]
     context: int | None
     scratch: tempfile.TemporaryDirectory[str] | None = field(default=None)
+    given: tempfile.TemporaryDirectory[str] | None = field(default=None)
+    """The folder of what the engine is given (``engine_files``), where one was made."""
+
+    def engine_files(self, prefix: str) -> Path:
+        """A new folder for what the engine is given, removed with this one."""
+        self.given = tempfile.TemporaryDirectory(prefix=prefix)
+        return Path(self.given.name)
 
     def close(self) -> None:
         if self.scratch is not None:
             self.scratch.cleanup()
             self.scratch = None
+        if self.given is not None:
+            self.given.cleanup()
+            self.given = None
 
 
 def open_folder(model: ModelFiles, *, marker: str, engine: str) -> tuple[EngineFolder, str]:

@@ -16,9 +16,7 @@ are not transformers'. One engine generator per prompt, sized for the prompt and
 from __future__ import annotations
 
 import json
-import tempfile
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,7 +38,6 @@ class OrtGenAIGenerator(Generator):
         self._og: Any = None
         self._model: Any = None
         self._folder: EngineFolder | None = None
-        self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._processors = Processors()
 
     def open(self, model: ModelFiles, threads: int | None) -> None:
@@ -55,8 +52,7 @@ class OrtGenAIGenerator(Generator):
             checked = check_genai(marker, model.files.__getitem__, list(model.files))
         except EngineFolderRefused as exc:
             raise ModelLoadError(model=exc.path, reason=exc.reason) from None
-        self._scratch = tempfile.TemporaryDirectory(prefix="pinbench-genai-")
-        engine = Path(self._scratch.name)
+        engine = folder.engine_files("pinbench-genai-")
         (engine / MARKER).write_text(json.dumps(checked.config))
         for path in (checked.decoder, *checked.data):
             (engine / path.rsplit("/", 1)[-1]).symlink_to(folder.root / path)
@@ -120,9 +116,6 @@ class OrtGenAIGenerator(Generator):
 
     def close(self) -> None:
         self._model = None
-        if self._scratch is not None:
-            self._scratch.cleanup()
-            self._scratch = None
         if self._folder is not None:
             self._folder.close()
             self._folder = None

@@ -22,7 +22,6 @@ the whole text with the state reset: each position's logits for the next token.
 
 from __future__ import annotations
 
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -62,7 +61,6 @@ class OpenVINOGenerator(Generator):
         self._scorer: Any = None
         self._config: dict[str, Any] = {}
         self._folder: EngineFolder | None = None
-        self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._engine = Path()
         self._vocabulary = 0
 
@@ -81,8 +79,7 @@ class OpenVINOGenerator(Generator):
             check_openvino_ir(MARKER, folder.engine / MARKER)
         except EngineFolderRefused as exc:
             raise ModelLoadError(model=exc.path, reason=exc.reason) from None
-        self._scratch = tempfile.TemporaryDirectory(prefix="pinbench-openvino-")
-        engine = Path(self._scratch.name)
+        engine = folder.engine_files("pinbench-openvino-")
         for name in ENGINE_FILES:
             if (folder.engine / name).is_file():
                 (engine / name).symlink_to(folder.engine / name)
@@ -181,9 +178,6 @@ class OpenVINOGenerator(Generator):
         if self._pipeline is not None:
             self._own.shutdown()
         self._pipeline = self._scorer = None
-        if self._scratch is not None:
-            self._scratch.cleanup()
-            self._scratch = None
         if self._folder is not None:
             self._folder.close()
             self._folder = None
