@@ -1,14 +1,16 @@
 """An LLM engine's model artifact checked at publish, as data (issue 87, decision 318):
-``ort-genai`` (ONNX Runtime GenAI's folder) and ``ctranslate2`` (CTranslate2's), each beside
-the Hugging Face folder's ``config.json`` and ``tokenizer.json`` at the artifact's root, which
-pinbench's generator reads (``worker.generation.engine_folder``).
+``ort-genai`` (ONNX Runtime GenAI's folder), ``ctranslate2`` (CTranslate2's) and ``openvino``
+(optimum-intel's OpenVINO IR), each beside the Hugging Face folder's ``config.json`` and
+``tokenizer.json`` at the artifact's root, which pinbench's generator reads
+(``worker.generation.engine_folder``).
 
 ``genai_config.json`` is the engine's instructions for loading its model: it can name a
 library of custom operators to load (``custom_ops_library``: native code), execution providers
 and their options, and other model files by any path. Only what the CPU engine needs to load
 one decoder is accepted, key by key (``GENAI_KEYS``); its decoder's file must be an ONNX model
 of the artifact beside it, with its external data inside the artifact (``onnx_files``). A
-refusal names the key and the file.
+refusal names the key and the file. An OpenVINO IR's ``rt_info`` runtime options are held to
+those pinbench overrides or float32 does not use (``check_openvino_ir``).
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class EngineFolderRefused(FileProblem):
 
 
 def check_engine_folder(manifest: ModelManifest, where: Callable[[FileEntry], Path]) -> None:
-    """Refuse ``manifest`` (format ``ort-genai`` or ``ctranslate2``) unless its files are one
+    """Refuse ``manifest`` (an engine's format: ``ENGINE_FOLDER``) unless its files are one
     engine folder and the root files pinbench's generator reads."""
     need = ENGINE_FOLDER.get(manifest.format)
     if need is None:
