@@ -26,6 +26,16 @@ NO_CONTEXT = 8192
 """The longest prompt (tokens) of a model whose config names no context length."""
 
 
+def token_nll(logits: Any, token: int) -> float:
+    """The negative log-likelihood of ``token`` under one step's ``logits`` (log-softmax in
+    float64, shifted by the largest score): what every generator's ``reference_loss`` sums."""
+    import numpy as np
+
+    scores = np.asarray(logits, dtype=np.float64)
+    top = scores.max()
+    return -float(scores[token] - (top + np.log(np.exp(scores - top).sum())))
+
+
 class PromptTooLong(UserError):
     def __init__(self, *, sample: int, tokens: int, new: int, context: int) -> None:
         super().__init__(

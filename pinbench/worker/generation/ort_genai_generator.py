@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pinbench.registry.generation import GenerationSpec
-from pinbench.worker.generation.decoder import First, Generator
+from pinbench.worker.generation.decoder import First, Generator, token_nll
 from pinbench.worker.generation.engine_folder import EngineFolder, open_for, processors_of
 from pinbench.worker.generation.ort_generator import pick
 from pinbench.worker.generation.processors import Processors
@@ -108,10 +108,7 @@ class OrtGenAIGenerator(Generator):
         for position, token in enumerate(ids[:-1]):
             engine.append_tokens([token])
             if position >= start - 1:
-                scores = engine.get_logits()[0, -1].astype(np.float64)
-                top = scores.max()
-                log_norm = top + np.log(np.exp(scores - top).sum())
-                nll -= float(scores[ids[position + 1]] - log_norm)
+                nll += token_nll(engine.get_logits()[0, -1], ids[position + 1])
         return nll, len(ids) - start
 
     def close(self) -> None:

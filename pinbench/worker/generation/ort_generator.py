@@ -22,7 +22,7 @@ import numpy as np
 
 from pinbench.errors import UserError
 from pinbench.registry.generation import GenerationSpec
-from pinbench.worker.generation.decoder import First, Generator, end_tokens
+from pinbench.worker.generation.decoder import First, Generator, end_tokens, token_nll
 from pinbench.worker.generation.processors import Processors, check_settings
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
@@ -171,10 +171,7 @@ class OrtGenerator(Generator):
         for position, token in enumerate(ids[:-1]):
             logits, past = self._step(token, past)
             if position >= start - 1:
-                scores = logits.astype(np.float64)
-                top = scores.max()
-                log_norm = top + np.log(np.exp(scores - top).sum())
-                nll -= float(scores[ids[position + 1]] - log_norm)
+                nll += token_nll(logits, ids[position + 1])
         return nll, len(ids) - start
 
     def close(self) -> None:

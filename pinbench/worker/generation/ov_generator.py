@@ -30,7 +30,7 @@ import numpy as np
 
 from pinbench.errors import UserError
 from pinbench.registry.generation import GenerationSpec
-from pinbench.worker.generation.decoder import First, Generator
+from pinbench.worker.generation.decoder import First, Generator, token_nll
 from pinbench.worker.generation.engine_folder import EngineFolder, open_for, refuse_settings
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
@@ -168,10 +168,7 @@ class OpenVINOGenerator(Generator):
         logits = np.asarray(scorer.get_tensor("logits").data, dtype=np.float64)[0]
         nll = 0.0
         for position in range(begin - 1, n - 1):
-            scores = logits[position]
-            top = scores.max()
-            log_norm = top + np.log(np.exp(scores - top).sum())
-            nll -= float(scores[ids[position + 1]] - log_norm)
+            nll += token_nll(logits[position], ids[position + 1])
         return nll, n - begin
 
     def close(self) -> None:
