@@ -29,6 +29,8 @@ demo: sandbox-system-deps venv
 # then every cell run (resumed where it stopped), shown and reported. STUDY=seed-quick: the
 # quick subset.
 study: sandbox-system-deps venv
+	if [ "$(STUDY)" = engines ]; then bash scripts/install-system-deps.sh compiler && \
+		$(BIN)/python -m pinbench.environments.source_builds install; fi
 	BIN=$(BIN) bash scripts/study.sh
 
 system-deps:
@@ -39,6 +41,7 @@ system-deps:
 # what it imported again, 0.5 s of CPU for a server's imports (decision 243)
 dev: $(BIN)/python
 	VENV=$(VENV) bash scripts/install-venv.sh -e '.[dev]'
+	$(BIN)/python -m pinbench.environments.source_builds install
 	$(BIN)/python -m compileall -q -j 0 pinbench tests bench
 	$(BIN)/python -m tests.package_models
 

@@ -26,6 +26,7 @@ MODELS = {
     "onnxruntime-genai": "text/tiny-llama-onnxruntime-genai@1",
     "ctranslate2": "text/tiny-llama-ctranslate2@1",
     "openvino-genai": "text/tiny-llama-openvino-genai@1",
+    "llama-cpp-python": "text/tiny-llama-llama-cpp-python@1",
 }
 
 

@@ -36,6 +36,8 @@ PROGRAMS: dict[str, str] = {
     "nvidia-smi": "the GPUs a run records",
     "docker": "the Docker Engine's version (pinbench doctor)",
     "python3.X": "the interpreter a venv of another Python line is built with",
+    "gcc": "the C compiler a source-built wheel is built with (environments.source_builds)",
+    "g++": "the C++ compiler a source-built wheel is built with (environments.source_builds)",
 }
 """Every program pinbench starts by name, and what it decides with it (``tests/test_programs.py``
 holds that none is found by PATH)."""

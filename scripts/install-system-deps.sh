@@ -5,6 +5,8 @@
 #   install-system-deps.sh sandbox   what a run needs: bubblewrap (the sandbox every evaluator
 #                                    runs in) and python3-venv where Python lacks venv; `make
 #                                    demo` and `make study` install this before anything else
+#   install-system-deps.sh compiler  and g++, which builds llama-cpp-python from its source
+#                                    archive (`STUDY=engines make study`)
 #   install-system-deps.sh [all]     and what the tests need (`make test`): PostgreSQL (the tests
 #                                    start their own server), OpenSSL (benchmark baseline), for
 #                                    the docker runner Docker Engine (docker.io; the tests start
@@ -12,7 +14,8 @@
 #                                    root filesystem) and docker-registry (push/pull tests);
 #                                    Chromium, the browser the web UI's tests drive through
 #                                    Playwright; util-linux (runuser, unshare, nsenter) and
-#                                    iproute2 (ip) for the Ray cluster tests' network namespace
+#                                    iproute2 (ip) for the Ray cluster tests' network namespace;
+#                                    g++, which builds llama-cpp-python from its source archive
 #
 # As root it installs only what is missing (apt-get). As any other user it installs nothing:
 # where something is missing it prints the one command to run and exits 1, and where the
@@ -22,12 +25,13 @@
 set -euo pipefail
 group=${1:-all}
 case "$group" in
-    sandbox | all) ;;
-    *) echo "install-system-deps: unknown group '$group' (sandbox or all)" >&2; exit 2 ;;
+    sandbox | compiler | all) ;;
+    *) echo "install-system-deps: unknown group '$group' (sandbox, compiler or all)" >&2; exit 2 ;;
 esac
 need=()
 have() { local p; p=$(command -v "$1" 2>/dev/null) && [ -f "$p" ] && [ -x "$p" ]; }  # a program
 add() { case " ${need[*]-} " in *" $1 "*) ;; *) need+=("$1") ;; esac; }
+if [ "$group" = compiler ]; then group=sandbox; have g++ || add g++; fi  # STUDY=engines
 have bwrap || add bubblewrap   # the sandbox every evaluator runs in
 py=$(command -v python3.11 || command -v python3 || true)
 if [ -z "$py" ]; then add python3 && add python3-venv
@@ -42,6 +46,7 @@ if [ "$group" = all ]; then
     have debootstrap || add debootstrap
     have docker-registry || add docker-registry
     have chromium || add chromium
+    have g++ || add g++   # llama-cpp-python, built from its source archive (make dev)
 fi
 
 # The kernel's settings that keep an unprivileged user from making a user namespace, as

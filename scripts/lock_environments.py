@@ -36,15 +36,47 @@ FRAMEWORKS = {
     "onnxruntime-genai": ["onnxruntime-genai", "onnxruntime"],
     "ctranslate2": ["ctranslate2"],
     "openvino-genai": ["openvino-genai", "openvino", "openvino-tokenizers"],
+    "llama-cpp-python": ["llama-cpp-python", "diskcache", "jinja2"],
 }
+BUILDS = {"llama-cpp-python": ["scikit-build-core", "cmake", "ninja"]}
+"""What each source-built package's build needs (``environments/builds/<name>.txt``: the
+versions in this interpreter where installed, else pip's newest)."""
 
 
 def lock(framework: str, packages: list[str]) -> str:
-    pins = [f"{p}=={version(p)}" for p in packages + EVALUATOR]
+    """The framework's lock: one wheel for each package and dependency, except a package
+    pinbench builds from its source archive (``source_builds``), pinned by the archive."""
+    from pinbench.environments.source_builds import SOURCE_BUILDS
+
+    built = [SOURCE_BUILDS[p] for p in packages if p in SOURCE_BUILDS]
+    pins = [f"{p}=={version(p)}" for p in packages + EVALUATOR if p not in SOURCE_BUILDS]
     header = (
-        f"# {framework}'s evaluation environment: CPython 3.11, linux x86_64, one wheel each.\n"
+        f"# {framework}'s evaluation environment: CPython 3.11, linux x86_64, one wheel each"
+        + (", but the source archives pinbench builds into wheels once" if built else "")
+        + ".\n"
     )
+    by, *lines = pinned_lines(pins, by="scripts/lock_environments.py", deps=True).splitlines(
+        keepends=True
+    )
+    lines += [f"{b.name}=={b.version} --hash=sha256:{b.sha256}\n" for b in built]
+    return header + by + "".join(sorted(lines))
+
+
+def build_lock(name: str, packages: list[str]) -> str:
+    """The hash-pinned wheels ``name``'s build from source runs with."""
+    pins = [p if _missing(p) else f"{p}=={version(p)}" for p in packages]
+    header = f"# {name}'s build from its source archive: CPython 3.11, linux x86_64.\n"
     return header + pinned_lines(pins, by="scripts/lock_environments.py", deps=True)
+
+
+def _missing(package: str) -> bool:
+    from importlib.metadata import PackageNotFoundError
+
+    try:
+        version(package)
+    except PackageNotFoundError:
+        return True
+    return False
 
 
 def pinned_lines(pins: list[str], *, by: str, deps: bool) -> str:
@@ -71,6 +103,11 @@ def main() -> None:
         path = OUT / f"{framework}.txt"
         path.write_text(lock(framework, packages))
         print(f"wrote {path}")
+        for name in (n for n in BUILDS if n in packages):
+            path = OUT / "builds" / f"{name}.txt"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(build_lock(name, BUILDS[name]))
+            print(f"wrote {path}")
 
 
 if __name__ == "__main__":

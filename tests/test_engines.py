@@ -23,6 +23,8 @@ DATASET = "python-doc-prompts@1"
 ENGINES = {"onnxruntime-genai": "text/tiny-llama-onnxruntime-genai@1"}
 ENGINES["ctranslate2"] = "text/tiny-llama-ctranslate2@1"
 ENGINES["openvino-genai"] = "text/tiny-llama-openvino-genai@1"
+ENGINES["llama-cpp-python"] = "text/tiny-llama-llama-cpp-python@1"
+QUANTISED = ["ctranslate2-int8", "llama-cpp-python-q8"]
 TRANSFORMERS = "text/tiny-llama@1"
 NEW = 12
 
@@ -37,8 +39,7 @@ def registry(tmp_path_factory: pytest.TempPathFactory, llama_catalog: Path) -> I
         *(f"framework-{engine}" for engine in ENGINES),
         "dataset-python-doc-prompts",
         "model-tiny-llama",
-        *(f"model-tiny-llama-{engine}" for engine in ENGINES),
-        "model-tiny-llama-ctranslate2-int8",
+        *(f"model-tiny-llama-{engine}" for engine in [*ENGINES, *QUANTISED]),
     ):
         reg.publish(llama_catalog / f"{name}.yaml")
     yield reg
@@ -133,7 +134,7 @@ def test_every_engines_token_figures_are_loadgens(
     assert (tokens == 6).all() and (ttft > 0).all()
 
 
-@pytest.mark.parametrize("engine", ["onnxruntime-genai", "openvino-genai"])
+@pytest.mark.parametrize("engine", ["onnxruntime-genai", "openvino-genai", "llama-cpp-python"])
 def test_seeded_sampling_is_the_same_in_every_run(
     registry: Any, engine: str, tmp_path: Path
 ) -> None:
@@ -156,9 +157,7 @@ def test_seeded_sampling_on_ctranslate2_is_refused_when_locked(registry: Any) ->
         _run(registry, ENGINES["ctranslate2"], spec, mode="accuracy")
 
 
-@pytest.mark.parametrize(
-    "engine", ["onnxruntime-genai", "ctranslate2", "ctranslate2-int8", "openvino-genai"]
-)
+@pytest.mark.parametrize("engine", [*sorted(ENGINES), *QUANTISED])
 def test_a_conversion_is_its_converters_bytes_again(
     llama_catalog: Path, engine: str, tmp_path: Path
 ) -> None:
@@ -173,7 +172,14 @@ def test_a_conversion_is_its_converters_bytes_again(
     artifact = llama_catalog / f"tiny-llama-{engine}"
     record = json.loads((artifact / "conversion.json").read_text())
     converter = CONVERTERS[engine]
-    if converter.environment is None:  # pinbench's own interpreter's packages
+    if converter.source is not None:  # a script of the pinned source archive, run here
+        from pinbench.environments.source_builds import SOURCE_BUILDS
+
+        build = SOURCE_BUILDS[converter.package]
+        assert record["source_archive"]["sha256"] == build.sha256
+        assert record["version"] == build.version
+        assert record["packages"] == {p: version(p) for p in converter.imports}
+    elif converter.environment is None:  # pinbench's own interpreter's packages
         assert record["version"] == version(converter.package)
         wanted = {p: version(p) for p in (converter.package, *converter.imports)}
         assert record["packages"] == wanted
@@ -329,7 +335,7 @@ def test_the_engines_study_runs_every_cell_and_shows_each_engines_token_figures(
     ``study show`` gives each cell the figure of its kind, from the run (ROUGE-L for accuracy,
     LoadGen's TTFT and TPOT, its tokens per second in Offline)."""
     ran = registry.studies().run("engines")
-    assert ran["failed"] == ran["refused"] == 0 and ran["ran"] == 16
+    assert ran["failed"] == ran["refused"] == 0 and ran["ran"] == 4 * (1 + len(ENGINES))
     shown = registry.studies().show("engines")
     cells = shown["cells"]
     assert {c["framework"] for c in cells} == {"transformers@*", *(f"{e}@*" for e in ENGINES)}
@@ -374,15 +380,17 @@ def test_a_first_token_told_from_another_thread_than_the_querys_is_refused() -> 
     assert not query.told and query.at == 0
 
 
+@pytest.mark.parametrize("quantised", QUANTISED)
 def test_a_quantised_engine_states_its_difference_as_the_field_does(
-    registry: Any, tmp_path: Path
+    registry: Any, tmp_path: Path, quantised: str
 ) -> None:
-    """CTranslate2's int8 conversion does not answer every prompt with transformers' float32
-    tokens; ``runs parity`` says how far: the share of prompts whose answers still agree, and
-    each run's perplexity of the references, each the runs' own."""
+    """CTranslate2's int8 conversion and llama.cpp's q8_0 GGUF do not answer every prompt
+    with transformers' float32 tokens; ``runs parity`` says how far: the share of prompts
+    whose answers still agree, and each run's perplexity of the references, each the runs'
+    own."""
     spec = {"max_new_tokens": NEW, "stop_at_end": False}
     reference = _run(registry, TRANSFORMERS, spec, mode="accuracy")
-    int8 = _run(registry, "text/tiny-llama-ctranslate2-int8@1", spec, mode="accuracy")
+    int8 = _run(registry, f"text/tiny-llama-{quantised}@1", spec, mode="accuracy")
     ours, theirs = _answers(reference, tmp_path), _answers(int8, tmp_path)
     (parity,) = [p for p in registry.parity(reference.id, [int8.id]) if p.run == int8.id]
     figures = {f.name: f.value for f in parity.agreement.figures}
@@ -391,7 +399,7 @@ def test_a_quantised_engine_states_its_difference_as_the_field_does(
     assert figures["answers_agreeing"] == pytest.approx(1 - differing / len(ours))
     assert figures["perplexity"] == int8.metrics["perplexity"]
     assert figures["reference_perplexity"] == reference.metrics["perplexity"]
-    assert figures["perplexity"] != figures["reference_perplexity"]  # int8, not float32
+    assert figures["perplexity"] != figures["reference_perplexity"]  # 8-bit, not float32
     assert figures["perplexity"] == pytest.approx(figures["reference_perplexity"], rel=0.05)
     change = figures["perplexity"] / figures["reference_perplexity"] - 1
     assert figures["perplexity_change"] == pytest.approx(change)
@@ -425,3 +433,54 @@ def test_an_openvino_ir_that_sets_its_own_runtime_options_is_refused_at_publish(
     with pytest.raises(PinbenchError, match="carries rt_info runtime_options KEY_CACHE_GROUP_SIZE"):
         registry.publish(manifest)
     assert registry.list("model", "text/optioned") == []
+
+
+def test_a_gguf_whose_vocabulary_is_not_the_tokenizers_is_refused(
+    registry: Any, llama_catalog: Path, tmp_path: Path
+) -> None:
+    """llama.cpp is given pinbench's tokenizer's ids: a file converted with another vocabulary
+    would read them as other tokens."""
+
+    def swap(folder: Path) -> None:
+        path = folder / "tokenizer.json"
+        data = json.loads(path.read_text())
+        vocab = data["model"]["vocab"]
+        three, four = (next(t for t, i in vocab.items() if i == n) for n in (3, 4))
+        vocab[three], vocab[four] = 4, 3
+        path.write_text(json.dumps(data))
+
+    registry.publish(_republished(llama_catalog, tmp_path, "llama-cpp-python", swap, "text/gg"))
+    with pytest.raises(PinbenchError, match=r"not tokenizer.json's vocabulary \(id 3 differs"):
+        _run(registry, "text/gg@1", {"max_new_tokens": 2}, mode="accuracy")
+
+
+def test_a_gguf_split_over_files_is_refused_at_publish(
+    registry: Any, llama_catalog: Path, tmp_path: Path
+) -> None:
+    """llama.cpp opens a split model's other parts by their names beside it."""
+    import struct
+
+    from tests.test_gguf import ARCH, TOKENS, gguf_bytes
+
+    def split(folder: Path) -> None:
+        part = [ARCH, TOKENS, ("split.count", 2, struct.pack("<H", 2))]
+        (folder / "llama-cpp-python" / "model.gguf").write_bytes(gguf_bytes(part))
+
+    manifest = _republished(llama_catalog, tmp_path, "llama-cpp-python", split, "text/split")
+    with pytest.raises(PinbenchError, match="one part of a split model"):
+        registry.publish(manifest)
+    assert registry.list("model", "text/split") == []
+
+
+def test_llama_cpp_in_a_hash_pinned_venv_answers_as_in_pinbenchs_own(
+    registry: Any, tmp_path: Path
+) -> None:
+    """The venv runner builds llama-cpp-python's environment from its lock, which pins the
+    source archive: the wheel built from it once is installed, and the answers are the
+    local runner's."""
+    spec = {"max_new_tokens": 6}
+    request = {"model": ENGINES["llama-cpp-python"], "dataset": DATASET, "generation": spec}
+    isolated = registry.lock({**request, "scenario": {"mode": "accuracy"}})[0].run(runner="venv")
+    assert isolated.status == "succeeded", isolated.info.get("error")
+    local = _run(registry, ENGINES["llama-cpp-python"], spec, mode="accuracy")
+    assert (_answers(isolated, tmp_path) == _answers(local, tmp_path)).all()

@@ -70,9 +70,9 @@ def test_a_wrong_md5_is_refused_through_the_cli(cli: Cli, tmp_path: Path) -> Non
     [
         (  # a top-level Literal
             _with(MODEL, "format", "pt"),
-            "must be one of caffe, caffe2, ctranslate2, hf-folder, keras, keras-h5, mxnet, onnx, "
-            "openvino, ort-genai, safetensors, savedmodel, tf-graphdef, tflite, torch-export, "
-            "torch-pickle, torch-state-dict, torchscript; got 'pt' - at `$.format`",
+            "must be one of caffe, caffe2, ctranslate2, gguf, hf-folder, keras, keras-h5, mxnet, "
+            "onnx, openvino, ort-genai, safetensors, savedmodel, tf-graphdef, tflite, "
+            "torch-export, torch-pickle, torch-state-dict, torchscript; got 'pt' - at `$.format`",
         ),
         (  # a Literal inside a list of structs
             _with(MODEL, "inputs.0.type", "video"),

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from pinbench.catalog import gpt, llama
@@ -63,6 +64,10 @@ class Converter:
     """The converter's own environment (``environments/converters/<name>.txt``, built once by
     uv from its hash-pinned wheels: ``converter_python``), where it cannot run in pinbench's;
     None: pinbench's own interpreter."""
+    source: str | None = None
+    """Where the converter is a script of ``package``'s pinned source archive
+    (``environments.source_builds``), its folder there: ``module`` is the script's name, run
+    by ``gguf_convert``; the record names the archive's sha256."""
 
 
 CONVERTERS = {  # by the artifact's name after text/tiny-llama-
@@ -90,6 +95,25 @@ CONVERTERS = {  # by the artifact's name after text/tiny-llama-
         arguments=("--model", "IN", "--output_dir", "OUT", "--quantization", "int8"),
         weights="int8 weights, computed in int8",
         imports=("torch", "transformers"),
+    ),
+    "llama-cpp-python": Converter(
+        engine="llama-cpp-python",
+        format="gguf",
+        package="llama-cpp-python",
+        module="convert_hf_to_gguf.py",
+        arguments=("IN", "--outtype", "f32", "--outfile", "OUT/model.gguf"),
+        imports=("torch", "transformers", "numpy", "sentencepiece"),
+        source="vendor/llama.cpp",
+    ),
+    "llama-cpp-python-q8": Converter(
+        engine="llama-cpp-python",
+        format="gguf",
+        package="llama-cpp-python",
+        module="convert_hf_to_gguf.py",
+        arguments=("IN", "--outtype", "q8_0", "--outfile", "OUT/model.gguf"),
+        weights="q8_0: 8-bit weights in blocks of 32, each with its scale",
+        imports=("torch", "transformers", "numpy", "sentencepiece"),
+        source="vendor/llama.cpp",
     ),
     "openvino-genai": Converter(
         engine="openvino-genai",
@@ -130,13 +154,18 @@ def convert(converter: Converter, source: Path, out: Path) -> dict[str, object]:
     environment (``PASSED_ON``: no ``PYTHONPATH`` to import another package's version than the one
     recorded) and is offline."""
     named = {"IN": str(source), "OUT": str(out)}
-    arguments = [named.get(a, a) for a in converter.arguments]
+    arguments = [
+        named.get(a, str(out / a[4:]) if a.startswith("OUT/") else a) for a in converter.arguments
+    ]
     python, environment = converter_python(converter.environment)
+    command, archive = [python, "-m", converter.module], None
+    if converter.source is not None:
+        command, archive = _script(converter)
     with tempfile.TemporaryDirectory(prefix="pinbench-convert-") as cache:
         env = {k: v for k, v in os.environ.items() if k in PASSED_ON} | OFFLINE | {"HF_HOME": cache}
         try:
             done = subprocess.run(
-                [python, "-m", converter.module, *arguments],
+                [*command, *arguments],
                 env=env,
                 cwd=cache,
                 capture_output=True,
@@ -149,7 +178,8 @@ def convert(converter: Converter, source: Path, out: Path) -> dict[str, object]:
             raise ConversionFailed(
                 engine=converter.engine, status=-1, tail=f"still running after {TIMEOUT_S} s"
             ) from None
-        versions = _versions(python, (converter.package, *converter.imports), env, converter)
+        packages = converter.imports if archive else (converter.package, *converter.imports)
+        versions = _versions(python, packages, env, converter)
     if done.returncode != 0:
         shutil.rmtree(out, ignore_errors=True)
         tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
@@ -157,14 +187,35 @@ def convert(converter: Converter, source: Path, out: Path) -> dict[str, object]:
             engine=converter.engine, status=done.returncode, tail=" | ".join(tail)
         )
     return {
-        "converter": f"python -m {converter.module}",
+        "converter": f"python {archive['script']}" if archive else f"python -m {converter.module}",
         "package": converter.package,
-        "version": versions[converter.package],
+        "version": archive["version"] if archive else versions[converter.package],
+        **({"source_archive": archive} if archive else {}),
         "arguments": list(converter.arguments),
         **({"environment": environment} if environment else {"packages": versions}),
         "inputs": digests(source),
         "outputs": digests(out),
     }
+
+
+def _script(converter: Converter) -> tuple[list[str], dict[str, str]]:
+    """The command that runs ``converter``'s script from its package's pinned source archive
+    (``gguf_convert``), and what the record says of the archive."""
+    from pinbench.catalog import gguf_convert
+    from pinbench.environments.source_builds import SOURCE_BUILDS, source_tree
+
+    assert converter.source is not None
+    build = SOURCE_BUILDS[converter.package]
+    say = partial(print, file=sys.stderr)
+    tree = source_tree(converter.package, say) / converter.source
+    record = {
+        "archive": build.archive,
+        "sha256": build.sha256,
+        "script": f"{converter.source}/{converter.module}",
+        "version": build.version,
+        "through": "pinbench's catalog/gguf_convert.py (names a GPT-2 BPE's pre-tokenizer)",
+    }
+    return [sys.executable, str(Path(gguf_convert.__file__)), str(tree)], record
 
 
 PASSED_ON = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
@@ -264,4 +315,5 @@ RANGES = {
     "onnxruntime-genai": ">=0.18 <1",
     "ctranslate2": ">=4.5 <5",
     "openvino-genai": ">=2026.0.0 <2027.0.0",
+    "llama-cpp-python": ">=0.3.30 <0.4",
 }

@@ -38,7 +38,7 @@ from pinbench.sdk.files import folder
 CNN_WEIGHTS = "digits-cnn.safetensors"
 RESNET_WEIGHTS = "resnet50.safetensors"
 GPT_FOLDER = "tiny-gpt"
-ENGINES = ["onnxruntime-genai", "ctranslate2", "openvino-genai"]
+ENGINES = ["onnxruntime-genai", "ctranslate2", "openvino-genai", "llama-cpp-python"]
 """The LLM engines the catalog converts ``text/tiny-llama`` for (``engines.CONVERTERS``)."""
 
 

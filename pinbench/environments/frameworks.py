@@ -23,6 +23,7 @@ VERSIONS = {
     "onnxruntime-genai": "0.18.0",
     "ctranslate2": "4.8.5",
     "openvino-genai": "2026.4.1.0",
+    "llama-cpp-python": "0.3.36",
 }
 IMAGE_RANGE = "^1.0.0"
 BUMPED: dict[str, str] = {}

@@ -131,7 +131,7 @@ def materialise(
         shutil.rmtree(path, ignore_errors=True)
         say(f"building environment {digest[:12]} ({len(env.requirements)} pinned wheels, uv)")
         started = time.monotonic()
-        _build(path, framework, digest, own or [])
+        _build(path, framework, digest, own or [], say)
         (path / COMPLETE).write_text(f"{digest}\n{BUILT_AS}\n")
         say(f"environment {digest[:12]} ready in {time.monotonic() - started:.1f} s")
         return VirtualEnv(path, digest, built=True)
@@ -144,13 +144,20 @@ def _complete(path: Path, digest: str) -> bool:
         return False
 
 
-def _build(path: Path, env: LockedEnvironment, digest: str, own: list[Requirement]) -> None:
-    """The framework's wheels installed, then the model's own (``own``), each read first."""
+def _build(
+    path: Path, env: LockedEnvironment, digest: str, own: list[Requirement], say: Say
+) -> None:
+    """The framework's wheels installed, then those pinbench builds from a pinned source
+    archive (``source_builds``: the lock pins the archive), then the model's own (``own``),
+    each read first."""
     import tempfile
 
+    from pinbench.environments.source_builds import built_wheel, source_built
+
     uv = uv_binary()
+    built = [r for r in env.requirements if source_built(r)]
     requirements = path.parent / f"{digest[:32]}.requirements.txt"
-    requirements.write_text(requirements_text(list(env.requirements)))
+    requirements.write_text(requirements_text([r for r in env.requirements if r not in built]))
     install = [
         uv, "pip", "install", "--quiet", "--no-config",
         "--python", str(path / "bin" / "python"),
@@ -161,6 +168,10 @@ def _build(path: Path, env: LockedEnvironment, digest: str, own: list[Requiremen
     _step(path, digest, [uv, "venv", "--quiet", "--no-config", "--python",
                          base_python(env.python), str(path)])  # fmt: skip
     _step(path, digest, [*install, *pip_index_args(), "-r", str(requirements)])
+    for requirement in built:  # its wheel's sha256 is in the build's record, not the lock
+        wheel = built_wheel(requirement.name, say).path
+        _step(path, digest, [*install[:7], "--no-deps", "--no-index", "--link-mode", "copy",
+                             "--compile-bytecode", str(wheel)])  # fmt: skip
     if not own:
         return
     from pinbench.environments.model_wheels import check_beside, download, top_level

@@ -1,8 +1,8 @@
 """An LLM engine's model artifact checked at publish, as data (issue 87, decision 318):
-``ort-genai`` (ONNX Runtime GenAI's folder), ``ctranslate2`` (CTranslate2's) and ``openvino``
-(optimum-intel's OpenVINO IR), each beside the Hugging Face folder's ``config.json`` and
-``tokenizer.json`` at the artifact's root, which pinbench's generator reads
-(``worker.generation.engine_folder``).
+``ort-genai`` (ONNX Runtime GenAI's folder), ``ctranslate2`` (CTranslate2's), ``openvino``
+(optimum-intel's OpenVINO IR) and ``gguf`` (llama.cpp's one file: ``gguf_header``), each
+beside the Hugging Face folder's ``config.json`` and ``tokenizer.json`` at the artifact's root,
+which pinbench's generator reads (``worker.generation.engine_folder``).
 
 ``genai_config.json`` is the engine's instructions for loading its model: it can name a
 library of custom operators to load (``custom_ops_library``: native code), execution providers
@@ -72,8 +72,10 @@ ENGINE_FOLDER = {
     "ort-genai": (GENAI,),
     "ctranslate2": ("model.bin", "config.json"),
     "openvino": ("openvino_model.xml", "openvino_model.bin"),
+    "gguf": ("*.gguf",),
 }
-"""Per format: the file that marks the engine's folder, then the others it must hold."""
+"""Per format: the file that marks the engine's folder (a name, or a pattern of one), then the
+others it must hold."""
 
 
 class EngineFolderRefused(FileProblem):
@@ -88,7 +90,7 @@ def check_engine_folder(manifest: ModelManifest, where: Callable[[FileEntry], Pa
         return
     paths = {f.path: f for f in manifest.files}
     marker, *beside = need
-    found = [p for p in paths if PurePosixPath(p).name == marker]
+    found = [p for p in paths if PurePosixPath(PurePosixPath(p).name).match(marker)]
     if len(found) != 1:
         raise EngineFolderRefused(
             path=found[1] if found else marker,
@@ -107,6 +109,10 @@ def check_engine_folder(manifest: ModelManifest, where: Callable[[FileEntry], Pa
         check_genai(found[0], lambda p: where(paths[p]), list(paths))
     if manifest.format == "openvino":
         check_openvino_ir(found[0], where(paths[found[0]]))
+    if manifest.format == "gguf":
+        from pinbench.registry.gguf_header import check_gguf
+
+        check_gguf(found[0], where(paths[found[0]]))
 
 
 def check_genai(name: str, locate: Callable[[str], Path], paths: Collection[str]) -> Genai:

@@ -82,6 +82,7 @@ class ModelManifest(_Common, frozen=True, kw_only=True, tag_field="kind", tag="m
         "ort-genai",
         "ctranslate2",
         "openvino",
+        "gguf",
         "tf-graphdef",
         "caffe",
         "caffe2",

@@ -326,6 +326,7 @@ DATA_ONLY = frozenset(
         "ort-genai",
         "ctranslate2",
         "openvino",
+        "gguf",
     }
 )
 """Model formats that are data a framework reads: a graph of the framework's own operators,

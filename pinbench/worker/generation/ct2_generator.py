@@ -24,7 +24,12 @@ from typing import Any
 from pinbench.errors import UserError
 from pinbench.registry.generation import GenerationSpec
 from pinbench.worker.generation.decoder import First, Generator
-from pinbench.worker.generation.engine_folder import EngineFolder, open_for, refuse_settings
+from pinbench.worker.generation.engine_folder import (
+    EngineFolder,
+    check_vocabulary,
+    open_for,
+    refuse_settings,
+)
 from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
 
@@ -74,17 +79,7 @@ class CT2Generator(Generator):
             raise ModelLoadError(model=VOCABULARY, reason=f"not readable: {exc}") from None
         if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
             raise ModelLoadError(model=VOCABULARY, reason="not a JSON list of tokens")
-        mine = self._tokenizer.get_vocab_size(with_added_tokens=True)
-        wrong = next(
-            (i for i, w in enumerate(words) if self._tokenizer.id_to_token(i) != w),
-            None if len(words) == mine else min(len(words), mine),
-        )
-        if wrong is not None:
-            raise ModelLoadError(
-                model=VOCABULARY,
-                reason=f"it is not tokenizer.json's vocabulary (id {wrong} differs; {len(words)} "
-                f"tokens against {mine}): prompts would reach the engine as other tokens",
-            )
+        check_vocabulary(self, words, VOCABULARY)
         return words
 
     def generate(self, ids: list[int], spec: GenerationSpec, index: int, first: First) -> list[int]:

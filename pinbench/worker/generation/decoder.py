@@ -93,6 +93,11 @@ class Generator(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model."""
 
+    @property
+    def tokenizer(self) -> Any:
+        """The loaded tokenizer (``tokenizers.Tokenizer``)."""
+        return self._tokenizer
+
     def load_tokenizer(self, path: Any, *, name: str, context: int | None, end: set[int]) -> None:
         """The folder's tokenizer: decoding here; encoding in a child a stop can end
         (``pinbench.worker.tokenizing``: a tokenizer's regular expression can run for

@@ -55,7 +55,7 @@ def open_folder(model: ModelFiles, *, marker: str, engine: str) -> tuple[EngineF
     from pinbench.artifacts.hf_shapes import ShapeMismatch, check_config
     from pinbench.worker.model_folder import FOLDER, confined, materialise
 
-    markers = [p for p in model.files if PurePosixPath(p).name == marker]
+    markers = [p for p in model.files if PurePosixPath(PurePosixPath(p).name).match(marker)]
     if len(markers) != 1:
         raise ModelLoadError(
             model=engine, reason=f"a {engine} model has one {marker}; this one has {len(markers)}"
@@ -110,6 +110,23 @@ def open_for(generator: Generator, model: ModelFiles, *, marker: str, engine: st
         end=end_tokens(folder.generation, folder.config),
     )
     return folder
+
+
+def check_vocabulary(generator: Generator, words: list[str], name: str) -> None:
+    """Refuse an engine's vocabulary (``words``, by id; ``name``: the file it is in) unless it
+    is the artifact's tokenizer's, id for id: the engine reads prompts as ids of its own."""
+    tokenizer = generator.tokenizer
+    mine = tokenizer.get_vocab_size(with_added_tokens=True)
+    wrong = next(
+        (i for i, w in enumerate(words) if tokenizer.id_to_token(i) != w),
+        None if len(words) == mine else min(len(words), mine),
+    )
+    if wrong is not None:
+        raise ModelLoadError(
+            model=name,
+            reason=f"it is not tokenizer.json's vocabulary (id {wrong} differs; {len(words)} "
+            f"tokens against {mine}): prompts would reach the engine as other tokens",
+        )
 
 
 def processors_of(folder: EngineFolder) -> Processors:

@@ -166,9 +166,13 @@ def _generator(framework: str) -> Generator:
         from pinbench.worker.generation.ov_generator import OpenVINOGenerator
 
         return OpenVINOGenerator()
+    if framework == "llama-cpp-python":
+        from pinbench.worker.generation.llama_cpp_generator import LlamaCppGenerator
+
+        return LlamaCppGenerator()
     raise UserError(
-        "text generation runs on transformers, onnxruntime, onnxruntime-genai, ctranslate2 or "
-        f"openvino-genai; the lockfile pins {framework}"
+        "text generation runs on transformers, onnxruntime, onnxruntime-genai, ctranslate2, "
+        f"openvino-genai or llama-cpp-python; the lockfile pins {framework}"
     )
 
 

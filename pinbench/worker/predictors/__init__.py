@@ -19,6 +19,7 @@ MODULES = {
     "onnxruntime-genai": "pinbench.worker.predictors.engines.ort_genai",
     "ctranslate2": "pinbench.worker.predictors.engines.ctranslate2",
     "openvino-genai": "pinbench.worker.predictors.engines.openvino_genai",
+    "llama-cpp-python": "pinbench.worker.predictors.engines.llama_cpp",
 }
 
 
@@ -68,8 +69,8 @@ def _gpu_engine(framework: str) -> str:
         )
     return (
         f"{title} needs a GPU, which this machine has, but pinbench has no generator for it "
-        "yet (docs/engines.md: the CPU engines are onnxruntime-genai, ctranslate2 and "
-        "openvino-genai)"
+        "yet (docs/engines.md: the CPU engines are onnxruntime-genai, ctranslate2, "
+        "openvino-genai and llama-cpp-python)"
     )
 
 

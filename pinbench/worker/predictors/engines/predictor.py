@@ -44,6 +44,13 @@ class OpenVINOGenAI(_Engine):
     PACKAGE: ClassVar[str] = "openvino-genai"
 
 
+class LlamaCpp(_Engine):
+    NAME: ClassVar[str] = "llama-cpp-python"
+    TITLE: ClassVar[str] = "llama.cpp"
+    FORMATS: ClassVar[tuple[str, ...]] = ("gguf",)
+    PACKAGE: ClassVar[str] = "llama-cpp-python"
+
+
 class CTranslate2(_Engine):
     NAME: ClassVar[str] = "ctranslate2"
     TITLE: ClassVar[str] = "CTranslate2"

@@ -1,0 +1,162 @@
+"""llama.cpp as a framework (issue 87): its GGUF file's header read as data, every count
+bounded, against llama.cpp's own reader; llama-cpp-python built from its pinned source
+archive, the archive's bytes checked before anything reads them, and the wheel installed here
+the one its build recorded."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pinbench.registry.gguf_header import GGUFRefused, check_gguf
+
+
+def _str(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def _strings(items: list[str]) -> bytes:
+    return struct.pack("<IQ", 8, len(items)) + b"".join(_str(i) for i in items)
+
+
+def gguf_bytes(
+    metadata: list[tuple[str, int, bytes]], *, version: int = 3, keys: int = -1
+) -> bytes:
+    count = len(metadata) if keys < 0 else keys
+    out = b"GGUF" + struct.pack("<IQQ", version, 0, count)
+    for key, kind, value in metadata:
+        out += _str(key) + struct.pack("<I", kind) + value
+    return out
+
+
+ARCH = ("general.architecture", 8, _str("llama"))
+TOKENS = ("tokenizer.ggml.tokens", 9, _strings(["<|endoftext|>", "a", "b"]))
+
+
+def test_a_gguf_files_metadata_is_read_by_key(tmp_path: Path) -> None:
+    path = tmp_path / "m.gguf"
+    ctx = ("llama.context_length", 4, struct.pack("<I", 128))
+    eps = ("llama.attention.layer_norm_rms_epsilon", 6, struct.pack("<f", 0.5))
+    path.write_bytes(gguf_bytes([ARCH, TOKENS, ctx, eps]))
+    assert check_gguf("m.gguf", path) == {
+        "general.architecture": "llama",
+        "tokenizer.ggml.tokens": ["<|endoftext|>", "a", "b"],
+        "llama.context_length": 128,
+        "llama.attention.layer_norm_rms_epsilon": 0.5,
+    }
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"GGML" + gguf_bytes([ARCH, TOKENS])[4:], "no GGUF magic"),
+        (gguf_bytes([ARCH, TOKENS], version=2), "GGUF version 2"),
+        (gguf_bytes([ARCH, TOKENS], keys=10**12), "more than any model has"),
+        (gguf_bytes([ARCH, TOKENS, ("split.count", 2, struct.pack("<H", 3))]), "part of a split"),
+        (gguf_bytes([ARCH, TOKENS, ARCH]), "'general.architecture' is given twice"),
+        (gguf_bytes([ARCH, TOKENS])[:-3], "runs past the file's end"),
+        (gguf_bytes([ARCH, TOKENS], keys=3), "runs past the file's end"),
+        (gguf_bytes([ARCH, ("x", 8, struct.pack("<Q", 1 << 40))]), "a string of 1099511627776"),
+        (gguf_bytes([ARCH, ("x", 9, struct.pack("<IQ", 0, 1 << 30))]), "an array of 1073741824"),
+        (gguf_bytes([ARCH, ("x", 9, struct.pack("<IQ", 9, 1))]), "an array of 1 items of type 9"),
+        (gguf_bytes([ARCH, ("x", 13, b"")]), "unknown type 13"),
+        (gguf_bytes([ARCH, ("x", 8, struct.pack("<Q", 2) + b"\xff\xfe")]), "not UTF-8"),
+        (gguf_bytes([TOKENS]), "names no general.architecture"),
+        (gguf_bytes([("general.architecture", 8, _str("ll/ama")), TOKENS]), "no general.arch"),
+        (gguf_bytes([ARCH]), "no vocabulary"),
+    ],
+)
+def test_a_gguf_header_pinbench_does_not_load_is_refused_naming_why(
+    tmp_path: Path, data: bytes, reason: str
+) -> None:
+    path = tmp_path / "m.gguf"
+    path.write_bytes(data)
+    with pytest.raises(GGUFRefused, match=reason) as refused:
+        check_gguf("folder/m.gguf", path)
+    assert refused.value.path == "folder/m.gguf"
+
+
+def _llama_cpp_reader() -> Any:
+    """llama.cpp's own GGUF reader (``gguf-py``), from the pinned source archive."""
+    from pinbench.environments.source_builds import source_tree
+
+    tree = source_tree("llama-cpp-python", print)
+    sys.path.insert(0, str(tree / "vendor" / "llama.cpp" / "gguf-py"))
+    try:
+        from gguf import GGUFReader  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    return GGUFReader
+
+
+@pytest.mark.parametrize("artifact", ["llama-cpp-python", "llama-cpp-python-q8"])
+def test_the_metadata_is_what_llama_cpps_own_reader_reads(
+    llama_catalog: Path, artifact: str
+) -> None:
+    path = llama_catalog / f"tiny-llama-{artifact}" / "llama-cpp-python" / "model.gguf"
+    theirs = _llama_cpp_reader()(str(path))
+    ours = check_gguf("model.gguf", path)
+    assert list(ours) == [k for k in theirs.fields if not k.startswith("GGUF.")]
+    for key, value in ours.items():
+        assert value == pytest.approx(theirs.fields[key].contents()), key
+
+
+def test_a_source_archive_with_other_bytes_than_the_pinned_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pinbench.environments import source_archive
+
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "x-1.0.tar.gz").write_bytes(b"other bytes")
+    monkeypatch.setattr(source_archive, "pip_places", lambda: ([str(links)], []))
+    into = tmp_path / "into"
+    into.mkdir()
+    pinned = hashlib.sha256(b"the pinned bytes").hexdigest()
+    with pytest.raises(source_archive.SourceArchiveUnavailable) as refused:
+        source_archive.fetch("x-1.0.tar.gz", "x", pinned, into, print)
+    other = hashlib.sha256(b"other bytes").hexdigest()
+    assert f"has sha256 {other}, not the pinned one" in refused.value.reason
+    assert list(into.iterdir()) == []
+
+
+def test_a_source_archive_that_links_out_of_its_folder_is_not_unpacked(tmp_path: Path) -> None:
+    from pinbench.environments.source_archive import SourceArchiveUnavailable, unpack
+
+    archive = tmp_path / "x-1.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        link = tarfile.TarInfo("x-1.0/escape")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        tar.addfile(link)
+    with pytest.raises(SourceArchiveUnavailable, match="not unpacked"):
+        unpack(archive, tmp_path / "out")
+
+
+def test_the_installed_llama_cpp_is_the_wheel_its_build_recorded() -> None:
+    """``make dev`` installed the wheel built from the pinned archive: its build record names
+    the archive's sha256 and the wheel's, and the installed files are the wheel's."""
+    import zipfile
+    from importlib.metadata import distribution
+
+    from pinbench.environments.source_builds import SOURCE_BUILDS, built_wheel
+
+    built = built_wheel("llama-cpp-python", print)  # kept: no build here
+    record = built.record
+    assert record["archive_sha256"] == SOURCE_BUILDS["llama-cpp-python"].sha256
+    assert record["wheel_sha256"] == hashlib.sha256(built.path.read_bytes()).hexdigest()
+    assert "-DGGML_NATIVE=ON" in str(record["options"])
+    with zipfile.ZipFile(built.path) as wheel:
+        recorded = wheel.read("llama_cpp_python-0.3.36.dist-info/RECORD").decode()
+    installed = distribution("llama-cpp-python").read_text("RECORD") or ""
+    ours = {line.split(",")[:2][0]: line.split(",")[1] for line in recorded.splitlines()}
+    theirs = {line.split(",")[0]: line.split(",")[1] for line in installed.splitlines()}
+    assert {k: v for k, v in ours.items() if v} == {
+        k: theirs[k] for k, v in ours.items() if v
+    }  # every file of the wheel, by its hash
