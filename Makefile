@@ -30,7 +30,7 @@ demo: sandbox-system-deps venv
 # quick subset.
 study: sandbox-system-deps venv
 	if [ "$(STUDY)" = engines ]; then bash scripts/install-system-deps.sh compiler && \
-		$(BIN)/python -m pinbench.environments.source_builds install; fi
+		$(BIN)/python -m pinbench.environments.source_install; fi
 	BIN=$(BIN) bash scripts/study.sh
 
 system-deps:
@@ -41,7 +41,7 @@ system-deps:
 # what it imported again, 0.5 s of CPU for a server's imports (decision 243)
 dev: $(BIN)/python
 	VENV=$(VENV) bash scripts/install-venv.sh -e '.[dev]'
-	$(BIN)/python -m pinbench.environments.source_builds install
+	$(BIN)/python -m pinbench.environments.source_install
 	$(BIN)/python -m compileall -q -j 0 pinbench tests bench
 	$(BIN)/python -m tests.package_models
 

@@ -4,7 +4,7 @@ converter runs in, where it cannot run in pinbench's own (``catalog.engines``).
 OpenVINO's converter (optimum-intel's ``optimum-cli export openvino``, with openvino-tokenizers
 for the tokenizer's models) needs transformers < 5.6, where pinbench's pins 5.23: it runs in an
 environment of its own. This resolves the converter's packages into a scratch environment
-with uv (pip's indexes: ``environments.venv.pip_index_args``), drops what must not be there,
+with uv (pip's indexes: ``environments.uv_tools.pip_index_args``), drops what must not be there,
 and pins every installed package to its version and the sha256 of the one wheel pip
 downloads for it (CPython 3.11, manylinux x86_64). Run it after changing a converter's version:
 
@@ -38,7 +38,7 @@ CONVERTERS = {
 
 
 def lock(name: str, install: list[str], drop: list[str]) -> str:
-    from pinbench.environments.venv import build_env, pip_index_args, uv_binary
+    from pinbench.environments.uv_tools import build_env, pip_index_args, uv_binary
 
     uv = uv_binary()
     with tempfile.TemporaryDirectory() as tmp:

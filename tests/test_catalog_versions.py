@@ -41,6 +41,8 @@ RELEASED: dict[str, str] = {
         "c0e4a6576e9115e4fcb5c33bddc2289097458380d5a19f7cfa1eb02fe1b777b3",
     "framework/openvino-genai@2026.4.1":
         "fd3378b2dd1d510ddc976353c1b87eb0b3abd339aed4056a61e89d5b120cc089",
+    "framework/llama-cpp-python@0.3.36":
+        "5e55bfd4134bbc319bfc303ddc9109725e784837b53afb3de987303a9cdb8334",
 }  # fmt: skip
 
 

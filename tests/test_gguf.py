@@ -146,8 +146,9 @@ def test_the_installed_llama_cpp_is_the_wheel_its_build_recorded() -> None:
     from importlib.metadata import distribution
 
     from pinbench.environments.source_builds import SOURCE_BUILDS, built_wheel
+    from pinbench.environments.venv import build_python
 
-    built = built_wheel("llama-cpp-python", print)  # kept: no build here
+    built = built_wheel("llama-cpp-python", print, build_python(print))  # kept: no build here
     record = built.record
     assert record["archive_sha256"] == SOURCE_BUILDS["llama-cpp-python"].sha256
     assert record["wheel_sha256"] == hashlib.sha256(built.path.read_bytes()).hexdigest()

@@ -208,7 +208,7 @@ def test_a_model_wheel_may_not_replace_the_frameworks_files(tmp_path: Path) -> N
 
 
 def test_uv_and_pip_see_none_of_this_processs_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pinbench.environments.venv import build_env
+    from pinbench.environments.uv_tools import build_env
 
     monkeypatch.setenv("PINBENCH_DB_SECRET", "hunter2")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "k")

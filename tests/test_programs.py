@@ -73,6 +73,15 @@ def _debootstrap() -> object:
     return None
 
 
+def _compiler(name: str) -> Callable[[], object]:
+    def start() -> object:
+        from pinbench.environments.source_builds import compiler
+
+        return compiler(name)
+
+    return start
+
+
 def _tar() -> object:
     return system_program("tar")  # packs the base image's root, after debootstrap (root only)
 
@@ -88,6 +97,8 @@ CALLERS: dict[str, tuple[str, Callable[[], object]]] = {
     "python3.X": ("python3.99", _python),
     "debootstrap": ("debootstrap", _debootstrap),
     "tar": ("tar", _tar),
+    "gcc": ("gcc", _compiler("gcc")),
+    "g++": ("g++", _compiler("g++")),
 }
 
 

@@ -11,7 +11,7 @@ packages — a top-level ``.pth`` file, ``sitecustomize``/``usercustomize``, any
 relative path — and, once the framework's wheels are installed, when a top-level name it
 installs is already there (a model's wheel may not replace the framework's files: one version
 of each package, the registry's). Only then are the same files installed, from that folder,
-with no index. uv and pip run with their own settings alone (``venv.build_env``).
+with no index. uv and pip run with their own settings alone (``uv_tools.build_env``).
 """
 
 from __future__ import annotations

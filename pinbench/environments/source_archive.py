@@ -36,7 +36,7 @@ class SourceArchiveUnavailable(UserError):
 
 def pip_places() -> tuple[list[str], list[str]]:
     """pip's find-links folders and its indexes (index-url, then extra-index-url)."""
-    from pinbench.environments.venv import pip_index_args
+    from pinbench.environments.uv_tools import pip_index_args
 
     args = pip_index_args()
     pairs = list(zip(args[::2], args[1::2], strict=True))

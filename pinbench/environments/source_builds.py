@@ -16,7 +16,7 @@ vendored inside). So its requirement is pinned by the archive's sha256 (the lock
   where ``recipe`` digests everything that makes the build. Later environments, the tests'
   and the venv runner's, install that wheel; nothing is built twice.
 
-    python -m pinbench.environments.source_builds install   # into this interpreter's venv
+    python -m pinbench.environments.source_install   # into this interpreter's environment
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,12 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinbench.errors import UserError
+from pinbench.registry.lockfile import LockedEnvironment
 from pinbench.registry.manifest import Requirement
 
 CACHE_VARIABLE = "PINBENCH_WHEEL_CACHE"
 RECORD = "build.json"
 TIMEOUT_S = 3600
 Say = Callable[[str], None]
+BuiltIn = Callable[[LockedEnvironment], tuple[str, str]]
+"""Builds the environment a lock pins, once, and gives its interpreter and digest
+(``venv.build_python``: the venv builder, which installs the wheels built here, passes itself
+in)."""
 
 
 @dataclass(frozen=True)
@@ -104,11 +108,16 @@ def build_lock(name: str) -> Path:
     return LOCKS / "builds" / f"{name}.txt"
 
 
-def compilers() -> dict[str, dict[str, str]]:
-    """The system's C and C++ compilers the build uses, by their identities."""
+def compiler(name: str) -> dict[str, str]:
+    """The system's compiler ``name`` (``gcc``, ``g++``): its path, sha256 and version."""
     from pinbench.programs import identity, system_program
 
-    return {name: identity(system_program(name)).to_json() for name in ("gcc", "g++")}
+    return identity(system_program(name)).to_json()
+
+
+def compilers() -> dict[str, dict[str, str]]:
+    """The system's C and C++ compilers the build uses, by their identities."""
+    return {name: compiler(name) for name in ("gcc", "g++")}
 
 
 def recipe(build: SourceBuild) -> str:
@@ -141,8 +150,9 @@ def cache_root() -> Path:
     return Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache/pinbench/wheels")
 
 
-def built_wheel(name: str, say: Say) -> BuiltWheel:
-    """``name``'s wheel, built from its pinned archive on first use and kept after."""
+def built_wheel(name: str, say: Say, built_in: BuiltIn) -> BuiltWheel:
+    """``name``'s wheel, built from its pinned archive on first use (in the environment
+    ``built_in`` gives) and kept after."""
     build = SOURCE_BUILDS[name]
     folder = cache_root() / f"{name}-{build.version}-{recipe(build)[:16]}"
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -153,7 +163,7 @@ def built_wheel(name: str, say: Say) -> BuiltWheel:
             return kept
         shutil.rmtree(folder, ignore_errors=True)
         with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{name}-") as work:
-            built = _build(build, Path(work), say)
+            built = _build(build, Path(work), say, built_in)
             os.replace(work, folder)
             os.mkdir(work)  # for the context's cleanup
         return BuiltWheel(folder / built.path.name, built.record)
@@ -170,17 +180,17 @@ def _kept(folder: Path) -> BuiltWheel | None:
     return None
 
 
-def _build(build: SourceBuild, work: Path, say: Say) -> BuiltWheel:
-    from pinbench.programs import clean_environment, system_program
+def _build(build: SourceBuild, work: Path, say: Say, built_in: BuiltIn) -> BuiltWheel:
+    from pinbench.programs import clean_environment
 
     source = source_tree(build.name, say)  # built out of its tree (a folder of work's)
-    python, environment = _build_python(build, say)
+    python, environment = built_in(build_environment(build))
 
     env = clean_environment() | build.options
     env |= {
         "PATH": f"{Path(python).parent}:{env['PATH']}",  # the build lock's cmake and ninja
-        "CC": str(system_program("gcc")),
-        "CXX": str(system_program("g++")),
+        "CC": compiler("gcc")["path"],
+        "CXX": compiler("g++")["path"],
         "CMAKE_BUILD_PARALLEL_LEVEL": str(len(os.sched_getaffinity(0))),
         "HOME": str(work),
         "TMPDIR": str(work),
@@ -234,15 +244,12 @@ def _build(build: SourceBuild, work: Path, say: Say) -> BuiltWheel:
     return BuiltWheel(wheel, record)
 
 
-def _build_python(build: SourceBuild, say: Say) -> tuple[str, str]:
-    """The interpreter of the build's own environment (the build lock's wheels) and its
-    digest."""
+def build_environment(build: SourceBuild) -> LockedEnvironment:
+    """The environment ``build`` runs in: its build lock's wheels."""
     from pinbench.environments import parse_lock
-    from pinbench.environments.venv import materialise
-    from pinbench.registry.lockfile import LockedEnvironment
     from pinbench.registry.manifest_parts import Platform
 
-    env = LockedEnvironment(
+    return LockedEnvironment(
         framework=f"build-{build.name}",
         version=build.version,
         platform=Platform(),
@@ -250,8 +257,6 @@ def _build_python(build: SourceBuild, say: Say) -> tuple[str, str]:
         requirements=parse_lock(build_lock(build.name).read_text(encoding="utf-8")),
         python=".".join(platform.python_version_tuple()[:2]),
     )
-    built = materialise(cache_root() / "build-environments", env, say=say)
-    return str(built.python), built.digest
 
 
 def source_tree(name: str, say: Say) -> Path:
@@ -276,36 +281,3 @@ def source_tree(name: str, say: Say) -> Path:
                 os.mkdir(work)  # for the context's cleanup
         top = json.loads((folder / RECORD).read_text())["top"]
     return folder / "tree" / str(top)
-
-
-def install(python: str, say: Say) -> None:
-    """Every source-built wheel installed into the environment of ``python`` (no
-    dependencies: the extras pin them)."""
-    from pinbench.environments.venv import build_env, uv_binary
-
-    for name in SOURCE_BUILDS:
-        wheel = built_wheel(name, say)
-        done = subprocess.run(
-            [uv_binary(), "pip", "install", "--quiet", "--no-config", "--no-deps",
-             "--python", python, "--reinstall", str(wheel.path)],
-            capture_output=True, text=True, env=build_env(), check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise SourceBuildFailed(name=name, reason=done.stderr.strip()[-500:])
-        say(f"installed {wheel.path.name} (sha256 {wheel.record['wheel_sha256']})")
-
-
-def main(argv: list[str]) -> int:
-    if argv != ["install"]:
-        print("usage: python -m pinbench.environments.source_builds install", file=sys.stderr)
-        return 2
-    try:
-        install(sys.executable, lambda text: print(text, file=sys.stderr, flush=True))
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -24,6 +24,7 @@ from pathlib import Path
 import msgspec
 
 from pinbench.environments import environment_digest, requirements_text
+from pinbench.environments.uv_tools import build_env, pip_index_args, uv_binary
 from pinbench.errors import UserError
 from pinbench.registry.lockfile import LockedEnvironment
 from pinbench.registry.manifest import Requirement
@@ -55,39 +56,6 @@ class VirtualEnv:
     @property
     def python(self) -> Path:
         return self.path / "bin" / "python"
-
-
-def uv_binary() -> str:
-    """uv as installed in pinbench's own Python environment (``pinbench.programs``): the
-    builder of every hash-pinned environment is never one found by PATH."""
-    from pinbench.programs import beside_python
-
-    return str(beside_python("uv"))
-
-
-def pip_index_args() -> list[str]:
-    """pip's index settings, as uv options."""
-    try:
-        out = subprocess.run(
-            [sys.executable, "-m", "pip", "config", "list"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    args: list[str] = []
-    for line in out.splitlines():
-        key, _, value = line.partition("=")
-        option = key.rsplit(".", 1)[-1]
-        values = value.strip().strip("'\"").split()
-        if option == "index-url" and values:
-            args += ["--index-url", values[0]]
-        elif option in ("extra-index-url", "find-links"):
-            for v in values:
-                args += [f"--{option}", v]
-    return args
 
 
 def base_python(wanted: str | None) -> str:
@@ -137,6 +105,18 @@ def materialise(
         return VirtualEnv(path, digest, built=True)
 
 
+def build_python(say: Say) -> Callable[[LockedEnvironment], tuple[str, str]]:
+    """A source build's environment (``source_builds.BuiltIn``): built here, under the wheel
+    cache, once."""
+    from pinbench.environments.source_builds import cache_root
+
+    def built(env: LockedEnvironment) -> tuple[str, str]:
+        made = materialise(cache_root() / "build-environments", env, say)
+        return str(made.python), made.digest
+
+    return built
+
+
 def _complete(path: Path, digest: str) -> bool:
     try:
         return (path / COMPLETE).read_text() == f"{digest}\n{BUILT_AS}\n"
@@ -169,7 +149,7 @@ def _build(
                          base_python(env.python), str(path)])  # fmt: skip
     _step(path, digest, [*install, *pip_index_args(), "-r", str(requirements)])
     for requirement in built:  # its wheel's sha256 is in the build's record, not the lock
-        wheel = built_wheel(requirement.name, say).path
+        wheel = built_wheel(requirement.name, say, build_python(say)).path
         _step(path, digest, [*install[:7], "--no-deps", "--no-index", "--link-mode", "copy",
                              "--compile-bytecode", str(wheel)])  # fmt: skip
     if not own:
@@ -198,16 +178,3 @@ def _step(path: Path, digest: str, argv: list[str]) -> None:
         shutil.rmtree(path, ignore_errors=True)
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
         raise EnvironmentBuildFailed(digest=digest, reason=f"{argv[1]} failed:\n{tail}")
-
-
-KEPT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR")
-"""What a build's processes see of this process's environment (``build_env``)."""
-KEPT_PREFIXES = ("UV_", "PIP_", "XDG_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "REQUESTS_CA")
-
-
-def build_env() -> dict[str, str]:
-    """The environment uv and pip run in: their own settings, paths, proxies and
-    certificates, nothing else of this process's (no database URL, key or token)."""
-    import os
-
-    return {k: v for k, v in os.environ.items() if k in KEPT or k.upper().startswith(KEPT_PREFIXES)}

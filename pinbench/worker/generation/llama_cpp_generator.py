@@ -35,6 +35,13 @@ from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
 
 MARKER = "*.gguf"
+REPACKED = False
+"""Whether llama.cpp may repack quantised weights into the CPU's extra buffer types (its
+default: AMX and AVX-512 layouts where the processor has them). On this project's machine (a
+processor with AMX, the wheel built for it) the repacked q8_0 weights of the tiny LLaMA crashed
+the worker in its first ``eval`` (a segmentation fault; the same file ran unrepacked, and in a
+portable build); float32 weights are never repacked. So pinbench loads weights as the file
+gives them, and says so (docs/engines.md)."""
 
 
 class LlamaCppGenerator(Generator):
@@ -111,9 +118,19 @@ class LlamaCppGenerator(Generator):
 
 def _load(path: str, name: str, context: int, threads: int | None, folder: EngineFolder) -> Any:
     """The engine on the CPU: a context of the model's length, a prompt in one batch, its own
-    threads ``threads`` (its default where None), nothing it would print."""
+    threads ``threads`` (its default where None), nothing it would print; the weights in the
+    buffers the file gives them (``REPACKED``)."""
+    import llama_cpp.llama_cpp as low  # the module the constructor takes its defaults from
     from llama_cpp import Llama
 
+    default = low.llama_model_default_params
+
+    def unpacked() -> Any:
+        params = default()
+        params.use_extra_bufts = REPACKED
+        return params
+
+    setattr(low, "llama_model_default_params", unpacked)  # noqa: B010 - read once, below
     try:
         return Llama(
             model_path=path,
@@ -130,3 +147,5 @@ def _load(path: str, name: str, context: int, threads: int | None, folder: Engin
     except Exception as exc:  # the engine's own error types (ValueError: failed to load)
         reason = str(exc).replace(str(folder.root), ".")
         raise ModelLoadError(model=name, reason=reason) from None
+    finally:
+        setattr(low, "llama_model_default_params", default)  # noqa: B010
