@@ -302,18 +302,65 @@ def test_an_ort_genai_folder_beyond_one_cpu_decoder_is_refused_at_publish(
     assert registry.list("model", "text/changed") == []
 
 
-def test_a_ctranslate2_vocabulary_that_is_not_the_tokenizers_is_refused(
-    registry: Any, llama_catalog: Path, tmp_path: Path
-) -> None:
-    def swap(folder: Path) -> None:
-        path = folder / "ctranslate2" / "vocabulary.json"
-        words = json.loads(path.read_text())
-        words[3], words[4] = words[4], words[3]
-        path.write_text(json.dumps(words))
+def _swap_tokens(folder: Path) -> None:
+    """Two of tokenizer.json's tokens swapped (ids 3 and 4)."""
+    path = folder / "tokenizer.json"
+    data = json.loads(path.read_text())
+    vocab = data["model"]["vocab"]
+    three, four = (next(t for t, i in vocab.items() if i == n) for n in (3, 4))
+    vocab[three], vocab[four] = 4, 3
+    path.write_text(json.dumps(data))
 
-    registry.publish(_republished(llama_catalog, tmp_path, "ctranslate2", swap, "text/swapped"))
-    with pytest.raises(PinbenchError, match=r"not tokenizer.json's vocabulary \(id 3 differs"):
-        _run(registry, "text/swapped@1", {"max_new_tokens": 2}, mode="accuracy")
+
+def _swap_words(folder: Path) -> None:
+    """Two of CTranslate2's vocabulary.json's tokens swapped."""
+    path = folder / "ctranslate2" / "vocabulary.json"
+    words = json.loads(path.read_text())
+    words[3], words[4] = words[4], words[3]
+    path.write_text(json.dumps(words))
+
+
+@pytest.mark.parametrize(
+    ("engine", "change", "file"),
+    [
+        ("ctranslate2", _swap_words, "ctranslate2/vocabulary.json"),
+        ("ctranslate2", _swap_tokens, "ctranslate2/vocabulary.json"),
+        ("llama-cpp-python", _swap_tokens, "llama-cpp-python/model.gguf"),
+    ],
+)
+def test_an_engine_vocabulary_that_is_not_the_tokenizers_is_refused_at_publish(
+    registry: Any,
+    llama_catalog: Path,
+    tmp_path: Path,
+    engine: str,
+    change: Callable[[Path], None],
+    file: str,
+) -> None:
+    """CTranslate2 reads the prompt as its vocabulary's tokens, llama.cpp as ids into its
+    GGUF file's vocabulary: another order would give the engine other tokens."""
+    manifest = _republished(llama_catalog, tmp_path, engine, change, "text/swapped")
+    with pytest.raises(PinbenchError) as refused:
+        registry.publish(manifest)
+    assert file in str(refused.value)
+    assert "not tokenizer.json's vocabulary (id 3 differs; 512 tokens against 512)" in str(
+        refused.value
+    )
+    assert registry.list("model", "text/swapped") == []
+
+
+def test_an_engine_vocabulary_is_checked_again_when_the_model_opens(llama_catalog: Path) -> None:
+    from pinbench.worker.generation.ct2_generator import CT2Generator
+    from pinbench.worker.generation.engine_folder import check_vocabulary
+    from pinbench.worker.predictors.base import ModelLoadError
+
+    generator = CT2Generator()
+    tokenizer = llama_catalog / "tiny-llama" / "tokenizer.json"
+    generator.load_tokenizer(tokenizer, name="tokenizer.json", context=128, end={0})
+    words = [generator.tokenizer.id_to_token(i) for i in range(512)]
+    check_vocabulary(generator, words, "vocabulary.json")
+    words[3], words[4] = words[4], words[3]
+    with pytest.raises(ModelLoadError, match=r"not tokenizer.json's vocabulary \(id 3 differs"):
+        check_vocabulary(generator, words, "vocabulary.json")
 
 
 def test_generation_settings_ctranslate2_would_apply_its_own_way_are_refused(
@@ -433,25 +480,6 @@ def test_an_openvino_ir_that_sets_its_own_runtime_options_is_refused_at_publish(
     with pytest.raises(PinbenchError, match="carries rt_info runtime_options KEY_CACHE_GROUP_SIZE"):
         registry.publish(manifest)
     assert registry.list("model", "text/optioned") == []
-
-
-def test_a_gguf_whose_vocabulary_is_not_the_tokenizers_is_refused(
-    registry: Any, llama_catalog: Path, tmp_path: Path
-) -> None:
-    """llama.cpp is given pinbench's tokenizer's ids: a file converted with another vocabulary
-    would read them as other tokens."""
-
-    def swap(folder: Path) -> None:
-        path = folder / "tokenizer.json"
-        data = json.loads(path.read_text())
-        vocab = data["model"]["vocab"]
-        three, four = (next(t for t, i in vocab.items() if i == n) for n in (3, 4))
-        vocab[three], vocab[four] = 4, 3
-        path.write_text(json.dumps(data))
-
-    registry.publish(_republished(llama_catalog, tmp_path, "llama-cpp-python", swap, "text/gg"))
-    with pytest.raises(PinbenchError, match=r"not tokenizer.json's vocabulary \(id 3 differs"):
-        _run(registry, "text/gg@1", {"max_new_tokens": 2}, mode="accuracy")
 
 
 def test_a_gguf_split_over_files_is_refused_at_publish(

@@ -70,7 +70,7 @@ output names are templates the engine formats (``past_key_values.%d.key``): one 
 name characters only, so no other conversion reaches its formatting."""
 ENGINE_FOLDER = {
     "ort-genai": (GENAI,),
-    "ctranslate2": ("model.bin", "config.json"),
+    "ctranslate2": ("model.bin", "config.json", "vocabulary.json"),
     "openvino": ("openvino_model.xml", "openvino_model.bin"),
     "gguf": ("*.gguf",),
 }
@@ -109,10 +109,24 @@ def check_engine_folder(manifest: ModelManifest, where: Callable[[FileEntry], Pa
         check_genai(found[0], lambda p: where(paths[p]), list(paths))
     if manifest.format == "openvino":
         check_openvino_ir(found[0], where(paths[found[0]]))
-    if manifest.format == "gguf":
+    if manifest.format in ("gguf", "ctranslate2"):
+        _check_vocabulary(manifest.format, found[0], lambda p: where(paths[p]))
+
+
+def _check_vocabulary(kind: str, marker: str, locate: Callable[[str], Path]) -> None:
+    """The engine's own vocabulary (llama.cpp's in its GGUF header, CTranslate2's
+    ``vocabulary.json``) against the artifact's ``tokenizer.json``, id for id."""
+    from pinbench.registry import engine_vocabulary as vocabulary
+
+    tokenizer = vocabulary.tokenizer_tokens("tokenizer.json", locate("tokenizer.json"))
+    if kind == "gguf":
         from pinbench.registry.gguf_header import check_gguf
 
-        check_gguf(found[0], where(paths[found[0]]))
+        words = check_gguf(marker, locate(marker))["tokenizer.ggml.tokens"]
+        vocabulary.check_words(marker, words, tokenizer)
+    else:
+        name = str(PurePosixPath(marker).parent / "vocabulary.json")
+        vocabulary.check_vocabulary_file(name, locate(name), tokenizer)
 
 
 def check_genai(name: str, locate: Callable[[str], Path], paths: Collection[str]) -> Genai:
