@@ -512,3 +512,19 @@ def test_llama_cpp_in_a_hash_pinned_venv_answers_as_in_pinbenchs_own(
     assert isolated.status == "succeeded", isolated.info.get("error")
     local = _run(registry, ENGINES["llama-cpp-python"], spec, mode="accuracy")
     assert (_answers(isolated, tmp_path) == _answers(local, tmp_path)).all()
+
+
+def test_a_gguf_with_a_shorter_context_than_its_config_claims_is_refused(
+    registry: Any, llama_catalog: Path, tmp_path: Path
+) -> None:
+    """Prompts are bounded by the context the engine is made with: the GGUF file's."""
+
+    def longer(folder: Path) -> None:
+        path = folder / "config.json"
+        path.write_text(
+            json.dumps({**json.loads(path.read_text()), "max_position_embeddings": 4096})
+        )
+
+    registry.publish(_republished(llama_catalog, tmp_path, "llama-cpp-python", longer, "text/long"))
+    with pytest.raises(PinbenchError, match="its context 4096 is longer than the GGUF file's 128"):
+        _run(registry, "text/long@1", {"max_new_tokens": 2}, mode="accuracy")

@@ -59,10 +59,15 @@ def fetch(archive: str, project: str, sha256: str, into: Path, say: Callable[[st
     for index in indexes:
         try:
             url = _link(index.rstrip("/"), project, archive)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, AttributeError, TypeError) as exc:  # a page not an index's
             tried.append(f"{index}: {exc}")
             continue
         if url is None:
+            tried.append(f"{index}: no {archive}")
+            continue
+        local_index = index.startswith("file:")
+        if urllib.parse.urlsplit(url).scheme == "file" and not local_index:
+            tried.append(f"{index}: links {archive} to a local file ({url})")
             continue
         say(f"fetching {archive} from {urllib.parse.urlsplit(url).netloc or index}")
         try:

@@ -147,7 +147,19 @@ def cpu_flags() -> list[str]:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache/pinbench/wheels")
+    """The wheel cache, made where missing; refused where another user than this one owns it
+    or may write to it (a wheel kept there is installed, a script kept there run)."""
+    root = Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache/pinbench/wheels")
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = root.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise SourceBuildFailed(
+            name=str(root),
+            reason=f"the wheel cache {root} belongs to uid {info.st_uid} with mode "
+            f"{info.st_mode & 0o777:o}: only its own user may write to it ({CACHE_VARIABLE} "
+            "moves it)",
+        )
+    return root
 
 
 def built_wheel(name: str, say: Say, built_in: BuiltIn) -> BuiltWheel:
@@ -158,7 +170,7 @@ def built_wheel(name: str, say: Say, built_in: BuiltIn) -> BuiltWheel:
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{folder}.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
-        kept = _kept(folder)
+        kept = _kept(folder, build)
         if kept is not None:
             return kept
         shutil.rmtree(folder, ignore_errors=True)
@@ -169,10 +181,15 @@ def built_wheel(name: str, say: Say, built_in: BuiltIn) -> BuiltWheel:
         return BuiltWheel(folder / built.path.name, built.record)
 
 
-def _kept(folder: Path) -> BuiltWheel | None:
+def _kept(folder: Path, build: SourceBuild) -> BuiltWheel | None:
+    """The wheel kept in ``folder`` where its record is ``build``'s and its bytes the
+    record's."""
     try:
         record = json.loads((folder / RECORD).read_text())
         wheel = folder / record["wheel"]
+        own = (record["archive_sha256"], record["options"], wheel.parent)
+        if own != (build.sha256, build.options, folder) or wheel.is_symlink():
+            return None
         if hashlib.sha256(wheel.read_bytes()).hexdigest() == record["wheel_sha256"]:
             return BuiltWheel(wheel, record)
     except (OSError, ValueError, KeyError, TypeError):
@@ -205,7 +222,12 @@ def _build(build: SourceBuild, work: Path, say: Say, built_in: BuiltIn) -> Built
     code = "import sys; from scikit_build_core.build import build_wheel as b; b(sys.argv[1])"
     with open(work / "build.log", "w") as log:
         proc = subprocess.Popen(
-            [python, "-c", code, str(out)], cwd=source, env=env, stdout=log, stderr=log
+            [python, "-c", code, str(out)],
+            cwd=source,
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,  # its compilers end with it (``os.killpg``)
         )
         while proc.poll() is None:
             try:
@@ -213,9 +235,11 @@ def _build(build: SourceBuild, work: Path, say: Say, built_in: BuiltIn) -> Built
             except subprocess.TimeoutExpired:
                 elapsed = time.monotonic() - started
                 if elapsed > TIMEOUT_S:
-                    proc.kill()
+                    os.killpg(proc.pid, 9)
                     proc.wait()
-                    break
+                    raise SourceBuildFailed(
+                        name=build.name, reason=f"still building after {TIMEOUT_S} s"
+                    ) from None
                 say(f"  still building {build.name} ({elapsed / 60:.0f} min)")
     seconds = time.monotonic() - started
     wheels = list(out.glob("*.whl"))
@@ -269,7 +293,11 @@ def source_tree(name: str, say: Say) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{folder}.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
-        if not (folder / RECORD).is_file():
+        try:
+            kept = json.loads((folder / RECORD).read_text())["archive_sha256"] == build.sha256
+        except (OSError, ValueError, KeyError, TypeError):
+            kept = False
+        if not kept:
             shutil.rmtree(folder, ignore_errors=True)
             with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{name}-") as work:
                 archive = fetch(build.archive, build.name, build.sha256, Path(work), say)

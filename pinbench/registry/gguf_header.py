@@ -10,6 +10,7 @@ artifact's ``tokenizer.json`` when the model opens. The engine parses the rest i
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -23,6 +24,12 @@ MAX_STRING = 16 << 20
 """A key's or value's bytes (a chat template is the longest value models carry)."""
 MAX_ITEMS = 1 << 24
 """An array's items (a vocabulary's tokens, its merges)."""
+MAX_STRINGS = 1 << 22
+"""Strings in all the header's arrays together, each read to be skipped or kept (a large
+model's vocabulary and merges are under a million)."""
+KEPT_ARRAYS = frozenset({"tokenizer.ggml.tokens"})
+"""The arrays pinbench reads (the vocabulary it compares with ``tokenizer.json``); every other
+array is passed over, kept as ``Skipped``, so a header costs little memory whatever it holds."""
 MAX_HEADER = 512 << 20
 SCALARS = {
     0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q",
@@ -34,6 +41,14 @@ SPLIT_KEYS = ("split.count", "split.no", "split.tensors.count")
 
 class GGUFRefused(FileProblem):
     """A GGUF file pinbench does not load."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An array the header holds and pinbench does not read: its item type and count."""
+
+    item: int
+    count: int
 
 
 def read_metadata(name: str, path: Path) -> dict[str, Any]:
@@ -56,7 +71,8 @@ def read_metadata(name: str, path: Path) -> dict[str, Any]:
             key = reader.string()
             if key in metadata:
                 raise GGUFRefused(path=name, reason=f"key {key!r} is given twice")
-            metadata[key] = reader.value(reader.scalar("<I"))
+            reader.key = key
+            metadata[key] = reader.value(reader.scalar("<I"), keep=key in KEPT_ARRAYS)
     return metadata
 
 
@@ -74,7 +90,7 @@ def check_gguf(name: str, path: Path) -> dict[str, Any]:
     if not isinstance(architecture, str) or not architecture.replace("_", "").isalnum():
         raise GGUFRefused(path=name, reason="it names no general.architecture")
     tokens = metadata.get("tokenizer.ggml.tokens")
-    if not isinstance(tokens, list) or not tokens:
+    if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
         raise GGUFRefused(path=name, reason="it has no vocabulary (tokenizer.ggml.tokens)")
     return metadata
 
@@ -82,36 +98,57 @@ def check_gguf(name: str, path: Path) -> dict[str, Any]:
 class _Reader:
     def __init__(self, name: str, handle: BinaryIO, limit: int) -> None:
         self.name, self.handle, self.limit = name, handle, limit
+        self.key = ""
+        self.strings = 0
+
+    def refuse(self, reason: str) -> GGUFRefused:
+        where = f" (key {self.key!r})" if self.key else ""
+        return GGUFRefused(path=self.name, reason=reason + where)
 
     def take(self, count: int) -> bytes:
         if self.handle.tell() + count > self.limit:
-            raise GGUFRefused(path=self.name, reason="its header runs past the file's end")
+            raise self.refuse("its header runs past the file's end")
         return self.handle.read(count)
+
+    def skip(self, count: int) -> None:
+        if self.handle.tell() + count > self.limit:
+            raise self.refuse("its header runs past the file's end")
+        self.handle.seek(count, 1)
 
     def scalar(self, form: str) -> Any:
         return struct.unpack(form, self.take(struct.calcsize(form)))[0]
 
-    def string(self) -> str:
+    def string(self, keep: bool = True) -> str:
         length = self.scalar("<Q")
         if length > MAX_STRING:
-            raise GGUFRefused(path=self.name, reason=f"a string of {length} bytes")
+            raise self.refuse(f"a string of {length} bytes")
+        if not keep:
+            self.skip(length)
+            return ""
         try:
             return self.take(length).decode("utf-8")
         except UnicodeDecodeError:
-            raise GGUFRefused(path=self.name, reason="a string that is not UTF-8") from None
+            raise self.refuse("a string that is not UTF-8") from None
 
-    def value(self, kind: int) -> Any:
+    def value(self, kind: int, keep: bool = True) -> Any:
         if kind in SCALARS:
             return self.scalar(SCALARS[kind])
         if kind == STRING:
             return self.string()
         if kind != ARRAY:
-            raise GGUFRefused(path=self.name, reason=f"a value of unknown type {kind}")
+            raise self.refuse(f"a value of unknown type {kind}")
         item, count = self.scalar("<I"), self.scalar("<Q")
-        if count > MAX_ITEMS or item == ARRAY:
-            raise GGUFRefused(path=self.name, reason=f"an array of {count} items of type {item}")
+        if count > MAX_ITEMS or item == ARRAY or (item not in SCALARS and item != STRING):
+            raise self.refuse(f"an array of {count} items of type {item}")
         if item in SCALARS:
             form = SCALARS[item]
             width = struct.calcsize(form)
+            if not keep:
+                self.skip(width * count)
+                return Skipped(item, count)
             return list(struct.unpack(f"<{count}{form[1]}", self.take(width * count)))
-        return [self.value(item) for _ in range(count)]
+        self.strings += count
+        if self.strings > MAX_STRINGS:
+            raise self.refuse(f"more than {MAX_STRINGS} strings in its arrays")
+        items = [self.string(keep) for _ in range(count)]
+        return items if keep else Skipped(item, count)

@@ -35,6 +35,11 @@ from pinbench.worker.predictors.base import ModelLoadError
 from pinbench.worker.predictors.config import ModelFiles
 
 MARKER = "*.gguf"
+MOST = 32_768
+"""The longest context pinbench makes the engine with (its KV cache and buffers grow with it)."""
+BATCH = 512
+"""Tokens the engine computes at once (llama.cpp's default): its compute buffers grow with the
+square of it."""
 REPACKED = False
 """Whether llama.cpp may repack quantised weights into the CPU's extra buffer types (its
 default: AMX and AVX-512 layouts where the processor has them). On this project's machine (a
@@ -58,17 +63,24 @@ class LlamaCppGenerator(Generator):
 
         folder = open_for(self, model, marker=MARKER, engine="llama-cpp-python")
         self._folder = folder
-        name = next(p for p in model.files if PurePosixPath(p).suffix == ".gguf")
+        name = next(p for p in model.files if PurePosixPath(PurePosixPath(p).name).match(MARKER))
         path = folder.root.joinpath(*PurePosixPath(name).parts)
         try:  # as publishing checked it, and its vocabulary against the tokenizer's
             metadata = check_gguf(name, path)
         except GGUFRefused as exc:
             raise ModelLoadError(model=exc.path, reason=exc.reason) from None
-        check_vocabulary(self, metadata["tokenizer.ggml.tokens"], name)
+        words = metadata["tokenizer.ggml.tokens"]
+        check_vocabulary(self, words, name)
+        if folder.config.get("vocab_size") != len(words):
+            raise ModelLoadError(
+                model="config.json",
+                reason=f"its vocab_size {folder.config.get('vocab_size')} is not the GGUF "
+                f"file's {len(words)} tokens",
+            )
+        self.context = _context(folder.context, metadata, name)
         self._processors = processors_of(folder)
         self.applied = self._processors.applied()
-        context = folder.context or 2048
-        self._engine = _load(str(path), name, context, threads, folder)
+        self._engine = _load(str(path), name, self.context, threads, folder)
         import llama_cpp
 
         self._logits = llama_cpp.llama_get_logits_ith
@@ -116,6 +128,21 @@ class LlamaCppGenerator(Generator):
             self._folder = None
 
 
+def _context(config: int | None, metadata: dict[str, Any], name: str) -> int:
+    """The context the engine is made with, and prompts are bounded by: the GGUF file's own
+    (``<architecture>.context_length``), refused where config.json claims a longer one;
+    ``MOST`` at most (the engine's buffers grow with it)."""
+    own = metadata.get(f"{metadata['general.architecture']}.context_length")
+    if not isinstance(own, int) or own < 1:
+        raise ModelLoadError(model=name, reason="it names no context_length")
+    if config is not None and config > own:
+        raise ModelLoadError(
+            model="config.json",
+            reason=f"its context {config} is longer than the GGUF file's {own}",
+        )
+    return min(config or own, MOST)
+
+
 def _load(path: str, name: str, context: int, threads: int | None, folder: EngineFolder) -> Any:
     """The engine on the CPU: a context of the model's length, a prompt in one batch, its own
     threads ``threads`` (its default where None), nothing it would print; the weights in the
@@ -135,8 +162,10 @@ def _load(path: str, name: str, context: int, threads: int | None, folder: Engin
         return Llama(
             model_path=path,
             n_ctx=context,
-            n_batch=context,
-            n_ubatch=context,
+            n_batch=min(context, BATCH),  # eval splits a longer prompt into batches
+            n_ubatch=min(context, BATCH),
+            type_k=low.GGML_TYPE_F32,  # the cache in float32, as the weights (its default: f16)
+            type_v=low.GGML_TYPE_F32,
             n_threads=threads,
             n_threads_batch=threads,
             n_gpu_layers=0,
