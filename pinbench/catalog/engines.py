@@ -70,6 +70,21 @@ class Converter:
     by ``gguf_convert``; the record names the archive's sha256."""
 
 
+def _gguf(outtype: str, weights: str) -> Converter:
+    """llama.cpp's converter, a script of llama-cpp-python's pinned source archive, writing
+    ``outtype``."""
+    return Converter(
+        engine="llama-cpp-python",
+        format="gguf",
+        package="llama-cpp-python",
+        module="convert_hf_to_gguf.py",
+        arguments=("IN", "--outtype", outtype, "--outfile", "OUT/model.gguf"),
+        weights=weights,
+        imports=("torch", "transformers", "numpy", "sentencepiece"),
+        source="vendor/llama.cpp",
+    )
+
+
 CONVERTERS = {  # by the artifact's name after text/tiny-llama-
     "onnxruntime-genai": Converter(
         engine="onnxruntime-genai",
@@ -96,24 +111,9 @@ CONVERTERS = {  # by the artifact's name after text/tiny-llama-
         weights="int8 weights, computed in int8",
         imports=("torch", "transformers"),
     ),
-    "llama-cpp-python": Converter(
-        engine="llama-cpp-python",
-        format="gguf",
-        package="llama-cpp-python",
-        module="convert_hf_to_gguf.py",
-        arguments=("IN", "--outtype", "f32", "--outfile", "OUT/model.gguf"),
-        imports=("torch", "transformers", "numpy", "sentencepiece"),
-        source="vendor/llama.cpp",
-    ),
-    "llama-cpp-python-q8": Converter(
-        engine="llama-cpp-python",
-        format="gguf",
-        package="llama-cpp-python",
-        module="convert_hf_to_gguf.py",
-        arguments=("IN", "--outtype", "q8_0", "--outfile", "OUT/model.gguf"),
-        weights="q8_0: 8-bit weights in blocks of 32, each with its scale",
-        imports=("torch", "transformers", "numpy", "sentencepiece"),
-        source="vendor/llama.cpp",
+    "llama-cpp-python": _gguf("f32", "float32"),
+    "llama-cpp-python-q8": _gguf(
+        "q8_0", "q8_0: 8-bit weights in blocks of 32, each with its scale"
     ),
     "openvino-genai": Converter(
         engine="openvino-genai",
