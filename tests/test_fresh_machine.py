@@ -24,6 +24,7 @@ from tests.services import unavailable
 ROOT = Path(__file__).resolve().parent.parent
 BWRAP = "/usr/bin/bwrap"
 USERNS = "/proc/sys/user/max_user_namespaces"
+GXX = "/usr/bin/g++"
 
 
 def _as_nobody(
@@ -33,7 +34,7 @@ def _as_nobody(
     is covered: the program by ``/dev/null``, the kernel setting by ``zero``."""
     if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("runuser") is None:
         unavailable("hiding a program needs root, unshare and runuser")
-    covers = {BWRAP: "/dev/null", USERNS: str(zero)}
+    covers = {BWRAP: "/dev/null", GXX: "/dev/null", USERNS: str(zero)}
     mounts = "".join(f"mount --bind {covers[h]} {h} && " for h in hide)
     script = f"{mounts}cd {shlex.quote(str(folder))} && runuser -u nobody -- {command}"
     return subprocess.run(
@@ -97,6 +98,18 @@ def test_a_machine_with_what_a_run_needs_goes_on(checkout: Path) -> None:
     assert (done.returncode, done.stdout.strip()) == (0, "system packages present"), done.stderr
 
 
+def test_the_compiler_group_names_g_plus_plus_where_it_is_missing(checkout: Path) -> None:
+    """`STUDY=engines make study` builds llama-cpp-python from its source archive: the group
+    it installs first names the compiler."""
+    if shutil.which("g++") is None:
+        unavailable("g++ is not installed")
+    command = "bash scripts/install-system-deps.sh compiler"
+    done = _as_nobody(checkout, command, [GXX], checkout.parent / "zero")
+    assert done.returncode != 0
+    assert "missing Debian packages: g++" in done.stderr, done.stderr
+    assert "bubblewrap" not in done.stderr  # the sandbox's group is there, and complete
+
+
 def test_an_unknown_group_is_a_usage_error(checkout: Path) -> None:
     done = subprocess.run(
         ["bash", "scripts/install-system-deps.sh", "everything"],
@@ -106,4 +119,4 @@ def test_an_unknown_group_is_a_usage_error(checkout: Path) -> None:
         check=False,
     )
     assert done.returncode == 2
-    assert "unknown group 'everything' (sandbox or all)" in done.stderr
+    assert "unknown group 'everything' (sandbox, compiler or all)" in done.stderr
