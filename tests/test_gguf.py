@@ -182,7 +182,7 @@ def test_a_wheel_cache_others_may_write_to_is_refused(
     shared.mkdir(mode=0o777)
     shared.chmod(0o777)
     monkeypatch.setenv(source_builds.CACHE_VARIABLE, str(shared))
-    with pytest.raises(source_builds.SourceBuildFailed, match="with mode 777: only its own user"):
+    with pytest.raises(source_builds.WheelCacheRefused, match="with mode 777: only its own user"):
         source_builds.cache_root()
 
 

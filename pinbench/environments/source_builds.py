@@ -86,6 +86,17 @@ class SourceBuildFailed(UserError):
         self.reason = reason
 
 
+class WheelCacheRefused(UserError):
+    def __init__(self, *, path: str, owner: int, mode: int) -> None:
+        super().__init__(
+            f"the wheel cache {path} belongs to uid {owner} with mode {mode:o}: only its own "
+            f"user may write to it (a wheel kept there is installed; {CACHE_VARIABLE} moves it)"
+        )
+        self.path = path
+        self.owner = owner
+        self.mode = mode
+
+
 @dataclass(frozen=True)
 class BuiltWheel:
     path: Path
@@ -153,12 +164,7 @@ def cache_root() -> Path:
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = root.stat()
     if info.st_uid != os.getuid() or info.st_mode & 0o022:
-        raise SourceBuildFailed(
-            name=str(root),
-            reason=f"the wheel cache {root} belongs to uid {info.st_uid} with mode "
-            f"{info.st_mode & 0o777:o}: only its own user may write to it ({CACHE_VARIABLE} "
-            "moves it)",
-        )
+        raise WheelCacheRefused(path=str(root), owner=info.st_uid, mode=info.st_mode & 0o777)
     return root
 
 
