@@ -115,18 +115,14 @@ def open_for(generator: Generator, model: ModelFiles, *, marker: str, engine: st
 def check_vocabulary(generator: Generator, words: list[str], name: str) -> None:
     """Refuse an engine's vocabulary (``words``, by id; ``name``: the file it is in) unless it
     is the artifact's tokenizer's, id for id: the engine reads prompts as ids of its own."""
+    from pinbench.registry.engine_vocabulary import VocabularyRefused, check_words
+
     tokenizer = generator.tokenizer
-    mine = tokenizer.get_vocab_size(with_added_tokens=True)
-    wrong = next(
-        (i for i, w in enumerate(words) if tokenizer.id_to_token(i) != w),
-        None if len(words) == mine else min(len(words), mine),
-    )
-    if wrong is not None:
-        raise ModelLoadError(
-            model=name,
-            reason=f"it is not tokenizer.json's vocabulary (id {wrong} differs; {len(words)} "
-            f"tokens against {mine}): prompts would reach the engine as other tokens",
-        )
+    size = tokenizer.get_vocab_size(with_added_tokens=True)
+    try:  # the comparison publishing made, on the tokenizer as the library reads it
+        check_words(name, words, {i: tokenizer.id_to_token(i) for i in range(size)})
+    except VocabularyRefused as exc:
+        raise ModelLoadError(model=exc.path, reason=exc.reason) from None
 
 
 def processors_of(folder: EngineFolder) -> Processors:
