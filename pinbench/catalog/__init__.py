@@ -75,16 +75,20 @@ class Catalog:
     """In publishing order."""
 
 
-def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
+def build(
+    root: Path, parts: Iterable[str] = ("digits",), *, engines: Iterable[str] | None = None
+) -> Catalog:
     """Train and write the chosen parts' files and manifests under ``root``, in one folder:
     what the stages of ``pinbench.catalog.stages`` write (training through a temporary folder,
-    in the pinned numeric environment), manifests in publishing order."""
+    in the pinned numeric environment), manifests in publishing order. ``engines``: the LLM
+    engines the ``llama`` part is converted for (``stages.ENGINES``; every one where None)."""
     chosen = check_parts(parts)
+    engines = stages.check_engines(engines)
     from pinbench.sdk.files import folder
 
     folder(root, option="", parents=True)
     x_train, x_test, y_train, y_test = digits_split()
-    out = [frameworks.write(root, name) for name in stages.framework_names(chosen)]
+    out = [frameworks.write(root, name) for name in stages.framework_names(chosen, engines)]
     out.append(write_dataset(root, x_test, y_test))
     with tempfile.TemporaryDirectory(prefix="pinbench-train-") as tmp:
         data, weights = Path(tmp, "data"), Path(tmp, "weights")
@@ -109,7 +113,7 @@ def build(root: Path, parts: Iterable[str] = ("digits",)) -> Catalog:
         if "llama" in chosen:
             if "gpt" not in chosen:
                 out.append(gpt.write_dataset(root, data))
-            out += stages.llama_export(root, weights / llama.FOLDER)
+            out += stages.llama_export(root, weights / llama.FOLDER, engines)
     if "efficientnet" in chosen:
         out.append(photos.write_imagenet(root))
         out += efficientnet.export(root)

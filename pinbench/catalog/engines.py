@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -152,7 +153,10 @@ def convert(converter: Converter, source: Path, out: Path) -> dict[str, object]:
     """``source`` (a Hugging Face folder) converted into ``out`` (made here, must not exist);
     returns the conversion's record. The converter's process sees little of this process's
     environment (``PASSED_ON``: no ``PYTHONPATH`` to import another package's version than the one
-    recorded) and is offline."""
+    recorded) and is offline. It runs in a folder of its own, so both paths are made absolute
+    first: a relative one would be looked up there, and a Hugging Face converter takes a folder
+    it does not find for a Hub repository's name."""
+    source, out = source.absolute(), out.absolute()
     named = {"IN": str(source), "OUT": str(out)}
     arguments = [
         named.get(a, str(out / a[4:]) if a.startswith("OUT/") else a) for a in converter.arguments
@@ -271,13 +275,16 @@ def converter_python(name: str | None) -> tuple[str, str | None]:
     return str(built.python), built.digest
 
 
-def export(root: Path, weights: Path) -> list[Path]:
-    """Each engine's artifact of the trained folder ``weights`` under ``root``, with its
-    manifest."""
+def export(root: Path, weights: Path, engines: Iterable[str]) -> list[Path]:
+    """Each of ``engines``' artifacts of the trained folder ``weights`` under ``root`` (every
+    conversion whose result that engine runs), with its manifest."""
     from pinbench.catalog.files import dump, entry
 
     manifests = []
+    chosen = set(engines)
     for key, converter in CONVERTERS.items():
+        if converter.engine not in chosen:
+            continue
         folder = root / f"{llama.FOLDER}-{key}"
         if folder.exists():
             shutil.rmtree(folder)

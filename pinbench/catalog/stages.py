@@ -38,8 +38,28 @@ from pinbench.sdk.files import folder
 CNN_WEIGHTS = "digits-cnn.safetensors"
 RESNET_WEIGHTS = "resnet50.safetensors"
 GPT_FOLDER = "tiny-gpt"
-ENGINES = ["onnxruntime-genai", "ctranslate2", "openvino-genai", "llama-cpp-python"]
+ENGINES = ("onnxruntime-genai", "ctranslate2", "openvino-genai", "llama-cpp-python")
 """The LLM engines the catalog converts ``text/tiny-llama`` for (``engines.CONVERTERS``)."""
+
+
+class UnknownEngines(UserError, ValueError):
+    """Engines named for the ``llama`` part that the catalog does not convert for."""
+
+    def __init__(self, *, unknown: list[str]) -> None:
+        super().__init__(f"unknown engines {unknown}; engines: {', '.join(ENGINES)}")
+        self.unknown = unknown
+
+
+def check_engines(engines: Iterable[str] | None) -> tuple[str, ...]:
+    """The engines chosen for the ``llama`` part, in ``ENGINES``' order (None: every one); an
+    unknown one is refused."""
+    if engines is None:
+        return ENGINES
+    chosen = set(engines)
+    unknown = sorted(chosen - set(ENGINES))
+    if unknown:
+        raise UnknownEngines(unknown=unknown)
+    return tuple(e for e in ENGINES if e in chosen)
 
 
 class MissingStageInput(UserError):
@@ -134,8 +154,9 @@ def weight_files(parts: Iterable[str]) -> list[str]:
     return files
 
 
-def framework_names(parts: Iterable[str]) -> list[str]:
-    """The framework artifacts the chosen parts' models need, in publishing order."""
+def framework_names(parts: Iterable[str], engines: Iterable[str] | None = None) -> list[str]:
+    """The framework artifacts the chosen parts' models need, in publishing order (the
+    ``llama`` part's: those of ``engines``, every engine where None)."""
     chosen = check_parts(parts)
     names = ["onnxruntime"]
     if chosen & {"cnn", "resnet50", "efficientnet"}:
@@ -145,7 +166,7 @@ def framework_names(parts: Iterable[str]) -> list[str]:
     if chosen & {"gpt", "llama"}:
         names.append("transformers")
     if "llama" in chosen:
-        names += ENGINES
+        names += check_engines(engines)
     for part, module in PACKAGED.items():
         if part in chosen:
             names += [name for name in module.frameworks if name not in names]
@@ -180,8 +201,10 @@ def export(weights: Path, out: Path, parts: Iterable[str]) -> list[Path]:
     return manifests
 
 
-def llama_export(out: Path, weights: Path) -> list[Path]:
-    """``text/tiny-llama`` and its conversions into each engine's format (``engines``)."""
-    from pinbench.catalog import engines
+def llama_export(out: Path, weights: Path, engines: Iterable[str] | None = None) -> list[Path]:
+    """``text/tiny-llama`` and its conversions into each of ``engines``' formats (every
+    engine's where None: ``catalog.engines``)."""
+    from pinbench.catalog import engines as converters
 
-    return llama.export(out, weights) + engines.export(out, weights)
+    chosen = check_engines(engines)
+    return llama.export(out, weights) + converters.export(out, weights, chosen)
