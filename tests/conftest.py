@@ -202,10 +202,9 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def demo_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder ``pinbench demo`` builds its catalog in (every part, with its marker), built
+    """The folder ``pinbench demo`` builds its catalog in (its parts, with its marker), built
     once for the run by the demo's own code: the demo test copies it into its home's work
-    folder, so its demo reuses it as a second ``make demo`` does (issue 49: the tiny GPT-2 was
-    trained twice per run, here and for ``gpt_catalog``)."""
+    folder, so its demo reuses it as a second ``make demo`` does (issue 49)."""
     from pinbench.demo.flow import build_catalog
 
     return built_once(
@@ -214,16 +213,18 @@ def demo_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def gpt_catalog(demo_catalog: Path) -> Path:
-    """The ``gpt`` catalog part (the tiny GPT-2 trained here and its prompts dataset), from the
-    demo's catalog folder, which builds every part."""
-    return demo_catalog
+def gpt_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``gpt`` catalog part (the tiny GPT-2 trained here, its ONNX export and the prompts
+    dataset), built once for the run (the demo generates with the tiny LLaMA instead)."""
+    from pinbench.catalog import build
+
+    return built_once(tmp_path_factory, "catalog-gpt", lambda root: build(root, ["gpt"]))
 
 
 @pytest.fixture(scope="session")
 def llama_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``llama`` catalog part (the tiny LLaMA trained here, each engine's conversion of
-    it, the prompts dataset), built once for the run (the demo does not build it)."""
+    it, the prompts dataset), built once for the run (the demo's converts it for one engine)."""
     from pinbench.catalog import build
 
     return built_once(tmp_path_factory, "catalog-llama", lambda root: build(root, ["llama"]))

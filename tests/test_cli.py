@@ -263,12 +263,17 @@ def test_demo_runs_twice(
     assert re.search(r"Spearman 0\.9\d+, pairs 12", first.out)  # a text model, 3 inputs
     # a detector, with COCO's twelve statistics (issue 47 renamed recall AR@100)
     assert re.search(r"mAP 0\.65\d\d, mAP@\.5 1\.0000, .*AR@100 0\.65\d\d", first.out)
-    # generation: a row per framework with the task's headline, the two frameworks' answers
-    # agreeing (was test_generation's own run of the demo's table: the same check, issue 49)
-    assert re.search(r"== text generation: text/tiny-gpt on ", first.out)
-    rows = re.findall(r"^ (transformers \(PyTorch\)|ONNX Runtime) .* ROUGE-L \d", first.out, re.M)
-    assert rows == ["transformers (PyTorch)", "ONNX Runtime"]
-    assert re.search(r"the same token ids \(0 of \d+ answers differ\)", first.out)
+    # generation, a line of the engines study (issue 87): a row per framework with its TPOT
+    # against transformers' and the task's headline, the two frameworks' greedy answers agreeing
+    assert "LLM engines, a line of `STUDY=engines make study`: text/tiny-llama" in first.out
+    rows = re.findall(
+        r"^ (transformers \(PyTorch\)|ONNX Runtime GenAI) .* (\d\.\d{3})x .* ROUGE-L \d",
+        first.out,
+        re.M,
+    )
+    assert [r for r, _ in rows] == ["transformers (PyTorch)", "ONNX Runtime GenAI"]
+    assert rows[0][1] == "1.000" and float(rows[1][1]) > 0
+    assert re.search(r"the same token ids \(0 of 24 answers differ\)", first.out)
     trace = json.loads((tmp_path / "home" / "demo" / "trace-onnxruntime.json").read_text())
     assert trace["pinbench"]["level"] == "full" and trace["pinbench"]["ops"]
     # Deep500's levels: six operator runs, all valid; two trainings reach the target

@@ -1,7 +1,7 @@
 """docs/authoring.md's Hugging Face walkthrough, run as written: the folder ``make demo``
 trained (the run's ``demo_catalog``, the demo's own work folder: issue 49, it trained the
-tiny GPT-2 a second time here), its manifests written from its files, published, generated
-from (accuracy and SingleStream)."""
+model a second time here), the tiny LLaMA, its manifests written from its files, published,
+generated from (accuracy and SingleStream)."""
 
 from __future__ import annotations
 

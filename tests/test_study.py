@@ -385,6 +385,24 @@ def test_the_built_in_studies_parse_and_plan_at_least_four_systems(cli_on: Cli) 
         assert {c["state"] for c in planned["cells"]} == {"planned"}
 
 
+def test_a_studys_requests_are_its_planned_cells_and_lock(reg: Registry, tmp_path: Path) -> None:
+    """``studies().requests``: each cell's request in the plan's order, read from the
+    definition alone, locking as ``study run`` locks it (the demo runs a line of the built-in
+    ``engines`` study from these)."""
+    study = write(tmp_path / "tiny.yaml", study_data())
+    planned = reg.studies().show(str(study))["cells"]
+    found = reg.studies().requests(str(study))
+    where = ("model", "framework", "scenario", "system")
+    assert [[c[k] for k in where] for c in found] == [[c[k] for k in where] for c in planned]
+    first = found[0]["request"]
+    assert first["model"] == planned[0]["model"] and first["scenario"]["seed"] == 0
+    lockfile = reg.lock(first)[0]
+    assert lockfile.to_json()["scenario"]["mode"] == planned[0]["mode"] == "accuracy"
+    engines = reg.studies().requests("engines", files=False)
+    assert len(engines) == 20 and {c["request"]["threads"] for c in engines} == {1}
+    assert not (tmp_path / "engines").exists()
+
+
 def test_a_built_in_studys_plan_shows_before_any_home_exists(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

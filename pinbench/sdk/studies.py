@@ -116,6 +116,26 @@ class Studies:
             raise UserError(f"source {source[:40]!r}: letters, digits and _.@/- only")
         return parse_study(definition, source=source)
 
+    def requests(self, name: str, *, files: bool = True) -> builtins.list[dict[str, Any]]:
+        """Each cell of the study ``name`` (a study file with ``files``, or a built-in study) in
+        order, with the request ``study run`` locks for it: its ``model``, ``framework``,
+        ``scenario`` (the study's name for it), ``system`` and ``request``. Read from the
+        definition alone: nothing is recorded or asked of a server."""
+        from pinbench.studies.cells import cells
+        from pinbench.studies.spec import load_study
+
+        study, source = load_study(name, files=files)
+        return [
+            {
+                "model": c.entry.model,
+                "framework": c.entry.framework,
+                "scenario": c.scenario,
+                "system": c.system.name,
+                "request": c.request,
+            }
+            for c in cells(study, source=source)
+        ]
+
     def list(self) -> builtins.list[dict[str, Any]]:
         """Every recorded study, newest first, with its cells counted by state."""
         from pinbench.studies.store import list_studies
