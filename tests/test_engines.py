@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 
 import pinbench
 from pinbench.errors import PinbenchError
@@ -195,6 +196,46 @@ def test_a_conversion_is_its_converters_bytes_again(
     again = convert(converter, Path(os.path.relpath(source)), Path("again"))
     assert again == record
     assert (tmp_path / "again").is_dir()  # where it was called from, not the converter's folder
+
+
+@pytest.mark.parametrize("artifact", ["", *sorted(ENGINES), *QUANTISED])
+def test_every_generator_scores_a_text_from_its_second_token(
+    llama_catalog: Path, artifact: str
+) -> None:
+    """A reference that starts the text (``start`` 0: an empty prompt) is scored from its
+    second token, as from ``start`` 1, and the count says so: the first token has nothing
+    before it (two engines counted it unscored, and transformers scored nothing). The float32
+    ones' sums are transformers' teacher forcing, computed here."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import AutoModelForCausalLM
+
+    from pinbench.worker.generation.run import _generator
+    from pinbench.worker.predictors.config import ModelFiles
+
+    name = f"tiny-llama-{artifact}" if artifact else "tiny-llama"
+    manifest = yaml.safe_load((llama_catalog / f"model-{name}.yaml").read_text())
+    folder = llama_catalog / name
+    files = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
+    generator = _generator(manifest["framework"]["name"])
+    generator.open(ModelFiles(files, manifest["format"], manifest.get("architecture")), 1)
+    source = llama_catalog / "tiny-llama"
+    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+    ids = tokenizer.encode("The list type is a mutable sequence of items.").ids
+    try:
+        (loss, scored), (second, scored_second) = (
+            generator.reference_loss(ids, start) for start in (0, 1)
+        )
+        assert generator.reference_loss(ids[:1], 0) == (0.0, 0)  # nothing to score
+    finally:
+        generator.close()
+    assert scored == scored_second == len(ids) - 1 and loss == pytest.approx(second, rel=1e-6)
+    model = AutoModelForCausalLM.from_pretrained(source, local_files_only=True).eval()  # type: ignore[no-untyped-call]
+    with torch.inference_mode():
+        logits = model(input_ids=torch.tensor([ids])).logits[0].double()
+    picked = torch.log_softmax(logits, dim=-1)
+    direct = -sum(float(picked[i - 1, ids[i]]) for i in range(1, len(ids)))
+    assert loss == pytest.approx(direct, rel=1e-4 if artifact not in QUANTISED else 0.05)
 
 
 def _republished(

@@ -140,6 +140,26 @@ def test_perplexity_scores_the_references_own_tokens(tmp_path: Path, style: str)
     assert got == pytest.approx(math.exp(sum(expected) / total), rel=1e-5)
 
 
+def test_a_text_scored_from_its_start_is_scored_from_its_second_token(tmp_path: Path) -> None:
+    """``start`` 0 (no prompt before the reference): the first token has nothing before it,
+    so scoring begins at the second, as with ``start`` 1 (transformers' generator scored
+    nothing and counted every token)."""
+    import torch
+    from transformers import GPT2LMHeadModel
+
+    style = "bos-bytelevel"
+    folder = _folder(tmp_path, style)
+    generator = _generator(folder)
+    ids = [BOS, *_ids(style, ["the", "cat", "sat"])]
+    loss, scored = generator.reference_loss(ids, 0)
+    assert (loss, scored) == generator.reference_loss(ids, 1) and scored == 3
+    model = GPT2LMHeadModel.from_pretrained(folder).eval()  # type: ignore[no-untyped-call]
+    with torch.inference_mode():
+        logp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].double(), -1)
+    assert loss == pytest.approx(-sum(float(logp[i - 1, ids[i]]) for i in (1, 2, 3)), rel=1e-5)
+    assert generator.reference_loss(ids[:1], 0) == (0.0, 0)
+
+
 def test_a_text_past_the_context_is_cut_at_its_end_whatever_the_tokenizer_file_says(
     tmp_path: Path,
 ) -> None:

@@ -110,14 +110,11 @@ class CT2Generator(Generator):
             steps.close()
         return tokens
 
-    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
-        if start >= len(ids):
-            return 0.0, 0
+    def scored_nll(self, ids: list[int], begin: int) -> float:
         vocabulary = self._vocabulary
-        begin = max(start, 1)  # the first token has no tokens before it to be scored after
         (scored,) = self._engine.score_batch([[vocabulary[i] for i in ids]], max_input_length=0)
         log_probs = list(scored.log_probs)  # each token's after the ones before it, from the 2nd
-        return -float(sum(log_probs[begin - 1 :])), len(ids) - begin
+        return -float(sum(log_probs[begin - 1 :]))
 
     def close(self) -> None:
         self._engine = None

@@ -85,10 +85,20 @@ class Generator(ABC):
         refuses such a request before any run)."""
         raise UserError("this framework's generator answers one prompt at a time: batch_size 1")
 
-    @abstractmethod
     def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
         """The negative log-likelihood of ``ids[start:]`` after ``ids[:start]`` (teacher
-        forcing), summed, and how many tokens were scored."""
+        forcing), summed, and how many tokens were scored. The first token has no tokens
+        before it to be scored after: scoring begins at ``max(start, 1)``, and the count says
+        so (every generator's, through ``scored_nll``)."""
+        begin = max(start, 1)
+        if begin >= len(ids):
+            return 0.0, 0
+        return self.scored_nll(ids, begin), len(ids) - begin
+
+    @abstractmethod
+    def scored_nll(self, ids: list[int], begin: int) -> float:
+        """The negative log-likelihood of ``ids[begin:]`` after ``ids[:begin]``, summed
+        (``1 <= begin < len(ids)``)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release the model."""

@@ -108,16 +108,14 @@ class LlamaCppGenerator(Generator):
             tokens.append(token)
         return tokens
 
-    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
-        if start >= len(ids):
-            return 0.0, 0
+    def scored_nll(self, ids: list[int], begin: int) -> float:
         self._engine.reset()
         nll = 0.0
         for position, token in enumerate(ids[:-1]):
             logits = self._step([token])
-            if position >= start - 1:
+            if position >= begin - 1:
                 nll += token_nll(logits, ids[position + 1])
-        return nll, len(ids) - start
+        return nll
 
     def close(self) -> None:
         if self._engine is not None:

@@ -100,16 +100,14 @@ class OrtGenAIGenerator(Generator):
             tokens.append(token)
         return tokens
 
-    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
-        if start >= len(ids):
-            return 0.0, 0
+    def scored_nll(self, ids: list[int], begin: int) -> float:
         engine = self._engine(len(ids))
         nll = 0.0
         for position, token in enumerate(ids[:-1]):
             engine.append_tokens([token])
-            if position >= start - 1:
+            if position >= begin - 1:
                 nll += token_nll(engine.get_logits()[0, -1], ids[position + 1])
-        return nll, len(ids) - start
+        return nll
 
     def close(self) -> None:
         self._model = None

@@ -163,16 +163,14 @@ class OrtGenerator(Generator):
             tokens.append(token)
         return tokens
 
-    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
-        if start >= len(ids):
-            return 0.0, 0
+    def scored_nll(self, ids: list[int], begin: int) -> float:
         past = self._empty()
         nll = 0.0
         for position, token in enumerate(ids[:-1]):
             logits, past = self._step(token, past)
-            if position >= start - 1:
+            if position >= begin - 1:
                 nll += token_nll(logits, ids[position + 1])
-        return nll, len(ids) - start
+        return nll
 
     def close(self) -> None:
         self._session = None

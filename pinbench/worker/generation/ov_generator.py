@@ -144,10 +144,7 @@ class OpenVINOGenerator(Generator):
         del inputs, prompt, mask, streamer
         return tokens[:limit]
 
-    def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
-        if start >= len(ids):
-            return 0.0, 0
-        begin = max(start, 1)
+    def scored_nll(self, ids: list[int], begin: int) -> float:
         if self._scorer is None:
             assert self._folder is not None
             core = self._ov.Core()
@@ -169,7 +166,7 @@ class OpenVINOGenerator(Generator):
         nll = 0.0
         for position in range(begin - 1, n - 1):
             nll += token_nll(logits[position], ids[position + 1])
-        return nll, n - begin
+        return nll
 
     def close(self) -> None:
         if self._pipeline is not None:

@@ -360,18 +360,24 @@ class TorchGenerator(Generator):
         return [(p + a, len(p)) for p, a in zip(encoded, answers, strict=True)]
 
     def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
+        """An encoder-decoder's every reference token is scored (its decoder starts from its
+        own start token); a decoder's from the second on (``Generator.reference_loss``)."""
+        if self._encdec is None:
+            return super().reference_loss(ids, start)
         import torch
 
         ref = ids[start:]
         if not ref:
             return 0.0, 0
-        if self._encdec is not None:
-            return self._encdec.reference_loss(torch.tensor([ids[:start]]), ref), len(ref)
+        return self._encdec.reference_loss(torch.tensor([ids[:start]]), ref), len(ref)
+
+    def scored_nll(self, ids: list[int], begin: int) -> float:
+        import torch
+
         with torch.inference_mode():
             logits = self._model(input_ids=torch.tensor([ids])).logits[0].float()
-        picked = torch.log_softmax(logits[start - 1 : len(ids) - 1], dim=-1)
-        nll = -picked.gather(1, torch.tensor(ref)[:, None]).sum()
-        return float(nll), len(ref)
+        picked = torch.log_softmax(logits[begin - 1 : len(ids) - 1], dim=-1)
+        return float(-picked.gather(1, torch.tensor(ids[begin:])[:, None]).sum())
 
     def close(self) -> None:
         self._model = None
