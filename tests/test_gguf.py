@@ -36,6 +36,10 @@ def gguf_bytes(
     return out
 
 
+def _template(suffix: str, text: str) -> tuple[str, int, bytes]:
+    return (f"tokenizer.chat_template{suffix}", 8, _str(text))
+
+
 ARCH = ("general.architecture", 8, _str("llama"))
 TOKENS = ("tokenizer.ggml.tokens", 9, _strings(["<|endoftext|>", "a", "b"]))
 INTS = struct.pack("<IQ", 4, 1) + b"1234"  # an array of one u32
@@ -45,13 +49,19 @@ def test_a_gguf_files_metadata_is_read_by_key(tmp_path: Path) -> None:
     path = tmp_path / "m.gguf"
     ctx = ("llama.context_length", 4, struct.pack("<I", 128))
     eps = ("llama.attention.layer_norm_rms_epsilon", 6, struct.pack("<f", 0.5))
-    path.write_bytes(gguf_bytes([ARCH, TOKENS, ctx, eps]))
-    assert check_gguf("m.gguf", path) == {
+    templates = [
+        _template("", "{{ m }}"),
+        *(_template(f".t{i}", "x" * (256 << 10)) for i in range(15)),
+    ]
+    path.write_bytes(gguf_bytes([ARCH, TOKENS, ctx, eps, *templates]))
+    found = check_gguf("m.gguf", path)  # 16 chat templates, each up to 256 KiB, are taken
+    assert {k: v for k, v in found.items() if "chat_template" not in k} == {
         "general.architecture": "llama",
         "tokenizer.ggml.tokens": ["<|endoftext|>", "a", "b"],
         "llama.context_length": 128,
         "llama.attention.layer_norm_rms_epsilon": 0.5,
     }
+    assert found["tokenizer.chat_template"] == "{{ m }}" and len(found) == 4 + 16
 
 
 @pytest.mark.parametrize(
@@ -74,6 +84,10 @@ def test_a_gguf_files_metadata_is_read_by_key(tmp_path: Path) -> None:
         (gguf_bytes([TOKENS]), "names no general.architecture"),
         (gguf_bytes([("general.architecture", 8, _str("ll/ama")), TOKENS]), "no general.arch"),
         (gguf_bytes([ARCH]), "no vocabulary"),
+        (gguf_bytes([ARCH, TOKENS, _template("", "x" * (256 << 10 | 1))]), "longer than 262144"),
+        (gguf_bytes([ARCH, TOKENS, _template(".tool_use", "x" * (300 << 10))]), "'tokenizer.c"),
+        (gguf_bytes([ARCH, TOKENS, *(_template(f".t{i}", "{{ x }}") for i in range(17))]), "17"),
+        (gguf_bytes([ARCH, TOKENS, ("tokenizer.chat_template", 4, b"\0" * 4)]), "not a string"),
     ],
 )
 def test_a_gguf_header_pinbench_does_not_load_is_refused_naming_why(

@@ -37,6 +37,15 @@ SCALARS = {
 }  # fmt: skip
 STRING, ARRAY = 8, 9
 SPLIT_KEYS = ("split.count", "split.no", "split.tensors.count")
+TEMPLATE_KEY = "tokenizer.chat_template"
+"""The default chat template, and with a ``.NAME`` after it each named one: llama-cpp-python's
+constructor compiles every one (Jinja's sandbox, in the evaluator's), though pinbench applies
+none of them (an engine's prompts are pinbench's tokenizer's, ``generation.chat_template`` is
+refused for engines)."""
+MAX_TEMPLATES = 16
+MAX_TEMPLATE = 256 << 10
+"""A chat template's bytes: the longest the field publishes (tool-calling templates) are tens
+of KiB."""
 
 
 class GGUFRefused(FileProblem):
@@ -92,7 +101,27 @@ def check_gguf(name: str, path: Path) -> dict[str, Any]:
     tokens = metadata.get("tokenizer.ggml.tokens")
     if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
         raise GGUFRefused(path=name, reason="it has no vocabulary (tokenizer.ggml.tokens)")
+    _check_templates(name, metadata)
     return metadata
+
+
+def _check_templates(name: str, metadata: dict[str, Any]) -> None:
+    """At most ``MAX_TEMPLATES`` chat templates, each a string of ``MAX_TEMPLATE`` bytes at
+    most: the engine compiles every one when it opens the file."""
+    keys = [k for k in metadata if k == TEMPLATE_KEY or k.startswith(TEMPLATE_KEY + ".")]
+    if len(keys) > MAX_TEMPLATES:
+        raise GGUFRefused(
+            path=name, reason=f"{len(keys)} chat templates: more than {MAX_TEMPLATES}"
+        )
+    for key in keys:
+        value = metadata[key]
+        if not isinstance(value, str):
+            raise GGUFRefused(path=name, reason=f"its chat template {key!r} is not a string")
+        if len(value.encode()) > MAX_TEMPLATE:
+            raise GGUFRefused(
+                path=name,
+                reason=f"its chat template {key!r} is longer than {MAX_TEMPLATE} bytes",
+            )
 
 
 class _Reader:
