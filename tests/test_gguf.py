@@ -6,6 +6,7 @@ the one its build recorded."""
 from __future__ import annotations
 
 import hashlib
+import io
 import struct
 import sys
 import tarfile
@@ -225,3 +226,77 @@ def test_a_kept_record_naming_a_wheel_outside_its_folder_is_not_taken(tmp_path: 
     assert _kept(folder, build) is not None  # its wheel in its folder, the record the build's
     (folder / RECORD).write_text(json.dumps({**record, "wheel": "w.whl", "options": {}}))
     assert _kept(folder, build) is None
+
+
+def test_a_build_leaves_the_kept_source_tree_as_unpacked_and_sweeps_a_killed_ones_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build runs in a copy of the kept source tree (llama-cpp-python's CMake writes its
+    libraries into its source folder; the converter runs from the kept one), and a folder a
+    killed build or unpacking left beside the cache's is removed by the next one. The archive
+    and the compiler are stand-ins: a tree of one file, a "python" that writes into the folder
+    it is run in and makes a wheel."""
+    from pinbench.environments import source_archive, source_builds
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv(source_builds.CACHE_VARIABLE, str(cache))
+    build = source_builds.SOURCE_BUILDS["llama-cpp-python"]
+    top = f"llama_cpp_python-{build.version}"
+
+    def fetch(archive: str, project: str, sha256: str, into: Path, say: Any) -> Path:
+        path = into / archive
+        with tarfile.open(path, "w:gz") as tar:
+            info = tarfile.TarInfo(f"{top}/CMakeLists.txt")
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"abc"))
+        return path
+
+    monkeypatch.setattr(source_archive, "fetch", fetch)
+    python = tmp_path / "python"
+    wheel = f"llama_cpp_python-{build.version}-cp311-cp311-linux_x86_64.whl"
+    python.write_text(f'#!/bin/sh\ntouch written-by-the-build\necho wheel > "$3/{wheel}"\n')
+    python.chmod(0o755)
+    recipe = source_builds.recipe(build)[:16]
+    killed = [
+        cache / f".llama-cpp-python-{build.version}-{recipe}-x1y2",
+        cache / f".llama-cpp-python-{build.version}-source-{build.sha256[:16]}-x3y4",
+    ]
+    for folder in killed:
+        (folder / "half").mkdir(parents=True)
+    built = source_builds.built_wheel("llama-cpp-python", print, lambda _: (str(python), "d"))
+    assert built.path.read_text() == "wheel\n" and built.record["wheel"] == wheel
+    tree = source_builds.source_tree("llama-cpp-python", print)
+    assert sorted(p.name for p in tree.iterdir()) == ["CMakeLists.txt"]  # as unpacked
+    assert sorted(p.name for p in built.path.parent.iterdir()) == ["build.json", "build.log", wheel]
+    assert not any(folder.exists() for folder in killed)
+
+
+def test_an_environment_with_a_built_wheel_is_made_again_by_another_recipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock pins llama-cpp-python's source archive, not the wheel built here: a kept
+    environment is taken while the wheel's recipe (compilers, CPU, options) is the same, and
+    made again, with the wheel that recipe builds, when it is not."""
+    import platform
+
+    from pinbench.environments import LOCKS, parse_lock, source_builds, venv
+    from pinbench.registry.lockfile import LockedEnvironment
+    from pinbench.registry.manifest_parts import Platform
+
+    env = LockedEnvironment(
+        framework="llama-cpp-python",
+        version="0.3.36",
+        platform=Platform(),
+        image=None,
+        requirements=parse_lock((LOCKS / "llama-cpp-python.txt").read_text()),
+        python=".".join(platform.python_version_tuple()[:2]),
+    )
+    made: list[Path] = []
+    monkeypatch.setattr(venv, "_build", lambda path, *_: made.append(path) or path.mkdir())
+    monkeypatch.setattr(source_builds, "recipe", lambda build: "compilers of one day")
+    first, again = (venv.materialise(tmp_path, env, print) for _ in range(2))
+    monkeypatch.setattr(source_builds, "recipe", lambda build: "compilers of another")
+    other = venv.materialise(tmp_path, env, print)
+    assert (first.built, again.built, other.built) == (True, False, True)
+    assert first.digest == other.digest and len(made) == 2  # the lock's digest, made twice

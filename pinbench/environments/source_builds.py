@@ -30,7 +30,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -180,11 +181,23 @@ def built_wheel(name: str, say: Say, built_in: BuiltIn) -> BuiltWheel:
         if kept is not None:
             return kept
         shutil.rmtree(folder, ignore_errors=True)
-        with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{name}-") as work:
-            built = _build(build, Path(work), say, built_in)
+        with _work_folder(folder) as work:
+            built = _build(build, work, say, built_in)
             os.replace(work, folder)
             os.mkdir(work)  # for the context's cleanup
         return BuiltWheel(folder / built.path.name, built.record)
+
+
+@contextmanager
+def _work_folder(folder: Path) -> Iterator[Path]:
+    """A new folder beside ``folder`` to make it in (the caller moves it into place), with
+    ``folder``'s lock held: the folders a killed maker left under the same name are removed
+    first (no other process makes ``folder`` while the lock is held)."""
+    prefix = f".{folder.name}-"
+    for stale in folder.parent.glob(f"{prefix}*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=prefix) as work:
+        yield Path(work)
 
 
 def _kept(folder: Path, build: SourceBuild) -> BuiltWheel | None:
@@ -206,8 +219,11 @@ def _kept(folder: Path, build: SourceBuild) -> BuiltWheel | None:
 def _build(build: SourceBuild, work: Path, say: Say, built_in: BuiltIn) -> BuiltWheel:
     from pinbench.programs import clean_environment
 
-    source = source_tree(build.name, say)  # built out of its tree (a folder of work's)
     python, environment = built_in(build_environment(build))
+    # a copy of the kept tree: the build writes into its source folder (llama-cpp-python's
+    # CMake installs its libraries beside its Python files), the kept one stays the archive's
+    source = work / "source"
+    shutil.copytree(source_tree(build.name, say), source, symlinks=True)
 
     env = clean_environment() | build.options
     env |= {
@@ -256,6 +272,8 @@ def _build(build: SourceBuild, work: Path, say: Say, built_in: BuiltIn) -> Built
         )
     wheel = work / wheels[0].name
     wheels[0].rename(wheel)
+    out.rmdir()
+    shutil.rmtree(source)
     record: dict[str, object] = {
         "name": build.name,
         "version": build.version,
@@ -305,12 +323,12 @@ def source_tree(name: str, say: Say) -> Path:
             kept = False
         if not kept:
             shutil.rmtree(folder, ignore_errors=True)
-            with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{name}-") as work:
-                archive = fetch(build.archive, build.name, build.sha256, Path(work), say)
-                top = unpack(archive, Path(work) / "tree")
+            with _work_folder(folder) as work:
+                archive = fetch(build.archive, build.name, build.sha256, work, say)
+                top = unpack(archive, work / "tree")
                 archive.unlink()
                 record = {"archive": build.archive, "archive_sha256": build.sha256, "top": top.name}
-                (Path(work) / RECORD).write_text(json.dumps(record, indent=1) + "\n")
+                (work / RECORD).write_text(json.dumps(record, indent=1) + "\n")
                 os.replace(work, folder)
                 os.mkdir(work)  # for the context's cleanup
         top = json.loads((folder / RECORD).read_text())["top"]

@@ -94,13 +94,14 @@ def materialise(
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f"{digest[:32]}.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
-        if _complete(path, digest):
+        marker = f"{digest}\n{_built_as(env)}\n"
+        if _complete(path, marker):
             return VirtualEnv(path, digest, built=False)
         shutil.rmtree(path, ignore_errors=True)
         say(f"building environment {digest[:12]} ({len(env.requirements)} pinned wheels, uv)")
         started = time.monotonic()
         _build(path, framework, digest, own or [], say)
-        (path / COMPLETE).write_text(f"{digest}\n{BUILT_AS}\n")
+        (path / COMPLETE).write_text(marker)
         say(f"environment {digest[:12]} ready in {time.monotonic() - started:.1f} s")
         return VirtualEnv(path, digest, built=True)
 
@@ -117,9 +118,24 @@ def build_python(say: Say) -> Callable[[LockedEnvironment], tuple[str, str]]:
     return built
 
 
-def _complete(path: Path, digest: str) -> bool:
+def _built_as(env: LockedEnvironment) -> str:
+    """How the environment is made, as its marker says: its files copied, and each wheel that
+    pinbench builds from a pinned source archive by the recipe that builds it here
+    (``source_builds.recipe``): another compiler or CPU makes the environment again, with the
+    wheel built for it, where the lock alone would keep the old one."""
+    from pinbench.environments.source_builds import SOURCE_BUILDS, recipe, source_built
+
+    built = [
+        f"{r.name}: recipe {recipe(SOURCE_BUILDS[r.name])}"
+        for r in env.requirements
+        if source_built(r)
+    ]
+    return "\n".join([BUILT_AS, *built])
+
+
+def _complete(path: Path, marker: str) -> bool:
     try:
-        return (path / COMPLETE).read_text() == f"{digest}\n{BUILT_AS}\n"
+        return (path / COMPLETE).read_text() == marker
     except (OSError, UnicodeDecodeError):
         return False
 
