@@ -293,7 +293,12 @@ def test_an_environment_with_a_built_wheel_is_made_again_by_another_recipe(
         python=".".join(platform.python_version_tuple()[:2]),
     )
     made: list[Path] = []
-    monkeypatch.setattr(venv, "_build", lambda path, *_: made.append(path) or path.mkdir())
+
+    def build(path: Path, *_: Any) -> None:
+        made.append(path)
+        path.mkdir()
+
+    monkeypatch.setattr(venv, "_build", build)
     monkeypatch.setattr(source_builds, "recipe", lambda build: "compilers of one day")
     first, again = (venv.materialise(tmp_path, env, print) for _ in range(2))
     monkeypatch.setattr(source_builds, "recipe", lambda build: "compilers of another")
