@@ -11,6 +11,14 @@ from pathlib import Path
 from pinbench.errors import UserError
 
 
+def env_folder(variable: str, default: Path, environ: dict[str, str] | None = None) -> Path:
+    """The folder the environment variable ``variable`` names (``~`` expanded), else
+    ``default``; made absolute here, where it is read: the processes pinbench starts work in
+    folders of their own, where a relative name would be another place."""
+    env = os.environ if environ is None else environ
+    return Path(env.get(variable) or default).expanduser().absolute()
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     home: Path
@@ -27,9 +35,7 @@ class Settings:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if environ is None else environ)
-        home = Path(
-            env.get("PINBENCH_HOME") or Path.home() / ".local" / "share" / "pinbench"
-        ).expanduser()
+        home = env_folder("PINBENCH_HOME", Path.home() / ".local" / "share" / "pinbench", env)
         url = env.get("PINBENCH_DATABASE_URL") or f"sqlite:///{home.resolve() / 'pinbench.db'}"
         return cls(
             home=home,

@@ -270,9 +270,15 @@ def converter_python(name: str | None) -> tuple[str, str | None]:
         requirements=pinned,
         python="3.11",
     )
-    cache = os.environ.get(CACHE_VARIABLE) or str(Path.home() / ".cache/pinbench/converters")
-    built = materialise(Path(cache), env, say=lambda text: print(text, file=sys.stderr))
+    built = materialise(converter_cache(), env, say=lambda text: print(text, file=sys.stderr))
     return str(built.python), built.digest
+
+
+def converter_cache() -> Path:
+    """Where converter environments are built (``CACHE_VARIABLE``)."""
+    from pinbench.config import env_folder
+
+    return env_folder(CACHE_VARIABLE, Path.home() / ".cache/pinbench/converters")
 
 
 def export(root: Path, weights: Path, engines: Iterable[str]) -> list[Path]:

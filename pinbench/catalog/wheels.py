@@ -26,8 +26,9 @@ from pinbench.errors import UserError
 
 def default_cache() -> Path:
     """Where wheels are kept: ``PINBENCH_WHEELS``, else ``~/.cache/pinbench/wheels``."""
-    found = os.environ.get("PINBENCH_WHEELS")
-    return Path(found) if found else Path.home() / ".cache" / "pinbench" / "wheels"
+    from pinbench.config import env_folder
+
+    return env_folder("PINBENCH_WHEELS", Path.home() / ".cache" / "pinbench" / "wheels")
 
 
 # package -> (version, sha256 of the wheel PyPI serves for it)

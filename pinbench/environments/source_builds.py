@@ -161,7 +161,9 @@ def cpu_flags() -> list[str]:
 def cache_root() -> Path:
     """The wheel cache, made where missing; refused where another user than this one owns it
     or may write to it (a wheel kept there is installed, a script kept there run)."""
-    root = Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache/pinbench/wheels")
+    from pinbench.config import env_folder
+
+    root = env_folder(CACHE_VARIABLE, Path.home() / ".cache/pinbench/wheels")
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = root.stat()
     if info.st_uid != os.getuid() or info.st_mode & 0o022:

@@ -8,7 +8,6 @@ host's site-packages; ``process.worker_start``); its time is limited by the lock
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -30,10 +29,10 @@ from pinbench.workspace import Workspace
 def shared_cache() -> Path:
     """Environments are named by their digest, so every home can share them:
     ``PINBENCH_CACHE``, default ``~/.cache/pinbench``."""
-    root = os.environ.get("PINBENCH_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pinbench"
-    )
-    return Path(root)
+    from pinbench.config import env_folder
+
+    xdg = env_folder("XDG_CACHE_HOME", Path.home() / ".cache")
+    return env_folder("PINBENCH_CACHE", xdg / "pinbench")
 
 
 class VenvWarm(WarmEvaluator):

@@ -362,13 +362,11 @@ class TorchGenerator(Generator):
     def reference_loss(self, ids: list[int], start: int) -> tuple[float, int]:
         """An encoder-decoder's every reference token is scored (its decoder starts from its
         own start token); a decoder's from the second on (``Generator.reference_loss``)."""
-        if self._encdec is None:
+        if self._encdec is None or start >= len(ids):
             return super().reference_loss(ids, start)
         import torch
 
         ref = ids[start:]
-        if not ref:
-            return 0.0, 0
         return self._encdec.reference_loss(torch.tensor([ids[:start]]), ref), len(ref)
 
     def scored_nll(self, ids: list[int], begin: int) -> float:
