@@ -5,18 +5,29 @@ blobs are in object storage, ``PINBENCH_BLOBS``, ``PINBENCH_S3_ENDPOINT`` and
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pinbench.errors import UserError
 
 
-def env_folder(variable: str, default: Path, environ: dict[str, str] | None = None) -> Path:
-    """The folder the environment variable ``variable`` names (``~`` expanded), else
-    ``default``; made absolute here, where it is read: the processes pinbench starts work in
-    folders of their own, where a relative name would be another place."""
+def env_folder(variable: str, default: str, environ: Mapping[str, str] | None = None) -> Path:
+    """The folder the environment variable ``variable`` names, else ``default``, ``~``
+    expanded (a machine with no home still takes a variable set without one); made absolute
+    here, where it is read: the processes pinbench starts work in folders of their own, where
+    a relative name would be another place."""
     env = os.environ if environ is None else environ
     return Path(env.get(variable) or default).expanduser().absolute()
+
+
+def shared_cache(environ: Mapping[str, str] | None = None) -> Path:
+    """The runners' environments, named by their digest so that every home can share them:
+    ``PINBENCH_CACHE``, default ``XDG_CACHE_HOME/pinbench`` (``~/.cache/pinbench``)."""
+    env = os.environ if environ is None else environ
+    if env.get("PINBENCH_CACHE"):
+        return env_folder("PINBENCH_CACHE", "", env)
+    return env_folder("XDG_CACHE_HOME", "~/.cache", env) / "pinbench"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +46,7 @@ class Settings:
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if environ is None else environ)
-        home = env_folder("PINBENCH_HOME", Path.home() / ".local" / "share" / "pinbench", env)
+        home = env_folder("PINBENCH_HOME", "~/.local/share/pinbench", env)
         url = env.get("PINBENCH_DATABASE_URL") or f"sqlite:///{home.resolve() / 'pinbench.db'}"
         return cls(
             home=home,

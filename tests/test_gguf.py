@@ -89,6 +89,9 @@ def test_a_gguf_files_metadata_is_read_by_key(tmp_path: Path) -> None:
         (gguf_bytes([ARCH, TOKENS, _template(".tool_use", "x" * (300 << 10))]), "'tokenizer.c"),
         (gguf_bytes([ARCH, TOKENS, *(_template(f".t{i}", "{{ x }}") for i in range(17))]), "17"),
         (gguf_bytes([ARCH, TOKENS, ("tokenizer.chat_template", 4, b"\0" * 4)]), "not a string"),
+        # llama.cpp reads a key to its first NUL: these would pass as other keys here
+        (gguf_bytes([ARCH, TOKENS, _template("\0x", "x" * (300 << 10))]), "holds a NUL byte"),
+        (gguf_bytes([ARCH, TOKENS, ("split.count\0", 2, struct.pack("<H", 3))]), "NUL byte"),
     ],
 )
 def test_a_gguf_header_pinbench_does_not_load_is_refused_naming_why(
@@ -276,8 +279,9 @@ def test_an_environment_with_a_built_wheel_is_made_again_by_another_recipe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The lock pins llama-cpp-python's source archive, not the wheel built here: a kept
-    environment is taken while the wheel's recipe (compilers, CPU, options) is the same, and
-    made again, with the wheel that recipe builds, when it is not."""
+    environment is taken while the wheel's recipe (compilers, CPU, options) is the same; for
+    another recipe another one is made, with the wheel that recipe builds, beside it (a
+    process may be running from the first)."""
     import platform
 
     from pinbench.environments import LOCKS, parse_lock, source_builds, venv
@@ -304,4 +308,5 @@ def test_an_environment_with_a_built_wheel_is_made_again_by_another_recipe(
     monkeypatch.setattr(source_builds, "recipe", lambda build: "compilers of another")
     other = venv.materialise(tmp_path, env, print)
     assert (first.built, again.built, other.built) == (True, False, True)
-    assert first.digest == other.digest and len(made) == 2  # the lock's digest, made twice
+    assert first.digest == other.digest and made == [first.path, other.path]  # the lock's
+    assert first.path != other.path and first.path.is_dir()  # one in use is never made again

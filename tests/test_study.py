@@ -391,16 +391,19 @@ def test_a_studys_requests_are_its_planned_cells_and_lock(reg: Registry, tmp_pat
     ``engines`` study from these)."""
     study = write(tmp_path / "tiny.yaml", study_data())
     planned = reg.studies().show(str(study))["cells"]
-    found = reg.studies().requests(str(study))
+    found = reg.studies().requests(str(study), files=True)
     where = ("model", "framework", "scenario", "system")
     assert [[c[k] for k in where] for c in found] == [[c[k] for k in where] for c in planned]
     first = found[0]["request"]
     assert first["model"] == planned[0]["model"] and first["scenario"]["seed"] == 0
     lockfile = reg.lock(first)[0]
     assert lockfile.to_json()["scenario"]["mode"] == planned[0]["mode"] == "accuracy"
-    engines = reg.studies().requests("engines", files=False)
+    engines = reg.studies().requests("engines")  # a built-in study by default: no file opened
     assert len(engines) == 20 and {c["request"]["threads"] for c in engines} == {1}
-    assert not (tmp_path / "engines").exists()
+    from pinbench.studies.errors import StudyNotFound
+
+    with pytest.raises(StudyNotFound):  # a file only where the caller says files=True
+        reg.studies().requests(str(study))
 
 
 def test_a_built_in_studys_plan_shows_before_any_home_exists(

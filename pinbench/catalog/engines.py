@@ -278,7 +278,7 @@ def converter_cache() -> Path:
     """Where converter environments are built (``CACHE_VARIABLE``)."""
     from pinbench.config import env_folder
 
-    return env_folder(CACHE_VARIABLE, Path.home() / ".cache/pinbench/converters")
+    return env_folder(CACHE_VARIABLE, "~/.cache/pinbench/converters")
 
 
 def export(root: Path, weights: Path, engines: Iterable[str]) -> list[Path]:

@@ -55,6 +55,8 @@ def check_engines(engines: Iterable[str] | None) -> tuple[str, ...]:
     unknown one is refused."""
     if engines is None:
         return ENGINES
+    if isinstance(engines, str):
+        raise TypeError(f"engines: a list of engine names, not the one string {engines!r}")
     chosen = set(engines)
     unknown = sorted(chosen - set(ENGINES))
     if unknown:

@@ -28,7 +28,7 @@ def default_cache() -> Path:
     """Where wheels are kept: ``PINBENCH_WHEELS``, else ``~/.cache/pinbench/wheels``."""
     from pinbench.config import env_folder
 
-    return env_folder("PINBENCH_WHEELS", Path.home() / ".cache" / "pinbench" / "wheels")
+    return env_folder("PINBENCH_WHEELS", "~/.cache/pinbench/wheels")
 
 
 # package -> (version, sha256 of the wheel PyPI serves for it)

@@ -52,12 +52,10 @@ class Place:
         return Settings.from_env(dict(self.environ)).home
 
     def cache(self) -> Path:
-        """The runners' environments (``PINBENCH_CACHE``, as ``runners.venv`` reads it)."""
-        found = self.environ.get("PINBENCH_CACHE")
-        if found:
-            return Path(found)
-        xdg = self.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-        return Path(xdg) / "pinbench"
+        """The runners' environments (``PINBENCH_CACHE``, read as ``runners.venv`` reads it)."""
+        from pinbench.config import shared_cache
+
+        return shared_cache(self.environ)
 
     def scratch(self) -> Path:
         """Where temporary files go (``TMPDIR``, else ``/tmp``)."""

@@ -42,6 +42,9 @@ from pinbench.registry.manifest import Requirement
 CACHE_VARIABLE = "PINBENCH_WHEEL_CACHE"
 RECORD = "build.json"
 TIMEOUT_S = 3600
+LAYOUT = 2
+"""The kept source tree's record names this: trees kept before builds ran in a copy (their
+libraries written into the tree) are unpacked again."""
 Say = Callable[[str], None]
 BuiltIn = Callable[[LockedEnvironment], tuple[str, str]]
 """Builds the environment a lock pins, once, and gives its interpreter and digest
@@ -163,7 +166,7 @@ def cache_root() -> Path:
     or may write to it (a wheel kept there is installed, a script kept there run)."""
     from pinbench.config import env_folder
 
-    root = env_folder(CACHE_VARIABLE, Path.home() / ".cache/pinbench/wheels")
+    root = env_folder(CACHE_VARIABLE, "~/.cache/pinbench/wheels")
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = root.stat()
     if info.st_uid != os.getuid() or info.st_mode & 0o022:
@@ -274,7 +277,7 @@ def _build(build: SourceBuild, work: Path, say: Say, built_in: BuiltIn) -> Built
         )
     wheel = work / wheels[0].name
     wheels[0].rename(wheel)
-    out.rmdir()
+    shutil.rmtree(out)
     shutil.rmtree(source)
     record: dict[str, object] = {
         "name": build.name,
@@ -320,7 +323,8 @@ def source_tree(name: str, say: Say) -> Path:
     with open(f"{folder}.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
         try:
-            kept = json.loads((folder / RECORD).read_text())["archive_sha256"] == build.sha256
+            record = json.loads((folder / RECORD).read_text())
+            kept = (record["archive_sha256"], record.get("layout")) == (build.sha256, LAYOUT)
         except (OSError, ValueError, KeyError, TypeError):
             kept = False
         if not kept:
@@ -329,7 +333,12 @@ def source_tree(name: str, say: Say) -> Path:
                 archive = fetch(build.archive, build.name, build.sha256, work, say)
                 top = unpack(archive, work / "tree")
                 archive.unlink()
-                record = {"archive": build.archive, "archive_sha256": build.sha256, "top": top.name}
+                record = {
+                    "archive": build.archive,
+                    "archive_sha256": build.sha256,
+                    "top": top.name,
+                    "layout": LAYOUT,
+                }
                 (work / RECORD).write_text(json.dumps(record, indent=1) + "\n")
                 os.replace(work, folder)
                 os.mkdir(work)  # for the context's cleanup

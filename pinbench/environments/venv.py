@@ -12,6 +12,7 @@ start (issue 49: 0.5 s of CPU per start in the ONNX Runtime environment).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import platform
 import shutil
 import subprocess
@@ -90,11 +91,15 @@ def materialise(
     if own:
         env = msgspec.structs.replace(env, requirements=[*env.requirements, *own])
     digest = environment_digest(env)
-    path = cache / digest[:32]
+    built_as = _built_as(env)
+    marker = f"{digest}\n{built_as}\n"
+    # named by the lock's digest; where pinbench builds a wheel of it, by the recipe too: an
+    # environment in use is never made again in its place for another compiler or CPU
+    name = digest if built_as == BUILT_AS else hashlib.sha256(marker.encode()).hexdigest()
+    path = cache / name[:32]
     cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / f"{digest[:32]}.lock", "w") as guard:
+    with open(cache / f"{name[:32]}.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
-        marker = f"{digest}\n{_built_as(env)}\n"
         if _complete(path, marker):
             return VirtualEnv(path, digest, built=False)
         shutil.rmtree(path, ignore_errors=True)
@@ -152,7 +157,7 @@ def _build(
 
     uv = uv_binary()
     built = [r for r in env.requirements if source_built(r)]
-    requirements = path.parent / f"{digest[:32]}.requirements.txt"
+    requirements = path.parent / f"{path.name}.requirements.txt"
     requirements.write_text(requirements_text([r for r in env.requirements if r not in built]))
     install = [
         uv, "pip", "install", "--quiet", "--no-config",
@@ -172,7 +177,7 @@ def _build(
         return
     from pinbench.environments.model_wheels import check_beside, download, top_level
 
-    theirs = path.parent / f"{digest[:32]}.model-requirements.txt"
+    theirs = path.parent / f"{path.name}.model-requirements.txt"
     theirs.write_text(requirements_text(own))
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".wheels-") as folder:
         try:

@@ -78,6 +78,11 @@ def read_metadata(name: str, path: Path) -> dict[str, Any]:
         metadata: dict[str, Any] = {}
         for _ in range(keys):
             key = reader.string()
+            if "\x00" in key:
+                raise GGUFRefused(
+                    path=name,
+                    reason=f"key {key!r} holds a NUL byte: llama.cpp reads a key to its first NUL",
+                )
             if key in metadata:
                 raise GGUFRefused(path=name, reason=f"key {key!r} is given twice")
             reader.key = key

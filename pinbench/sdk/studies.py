@@ -116,8 +116,8 @@ class Studies:
             raise UserError(f"source {source[:40]!r}: letters, digits and _.@/- only")
         return parse_study(definition, source=source)
 
-    def requests(self, name: str, *, files: bool = True) -> builtins.list[dict[str, Any]]:
-        """Each cell of the study ``name`` (a study file with ``files``, or a built-in study) in
+    def requests(self, name: str, *, files: bool = False) -> builtins.list[dict[str, Any]]:
+        """Each cell of the study ``name`` (a built-in study, or with ``files`` a study file) in
         order, with the request ``study run`` locks for it: its ``model``, ``framework``,
         ``scenario`` (the study's name for it), ``system`` and ``request``. Read from the
         definition alone: nothing is recorded or asked of a server."""

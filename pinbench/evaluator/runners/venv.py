@@ -27,12 +27,11 @@ from pinbench.workspace import Workspace
 
 
 def shared_cache() -> Path:
-    """Environments are named by their digest, so every home can share them:
-    ``PINBENCH_CACHE``, default ``~/.cache/pinbench``."""
-    from pinbench.config import env_folder
+    """Environments are named by their digest, so every home can share them
+    (``config.shared_cache``: ``PINBENCH_CACHE``, default ``~/.cache/pinbench``)."""
+    from pinbench.config import shared_cache as named
 
-    xdg = env_folder("XDG_CACHE_HOME", Path.home() / ".cache")
-    return env_folder("PINBENCH_CACHE", xdg / "pinbench")
+    return named()
 
 
 class VenvWarm(WarmEvaluator):
