@@ -181,6 +181,8 @@ def test_the_database_is_named_with_what_to_do(tmp_path: Path) -> None:
     assert storage.shown_url(url) == url.replace(":secret@", ":***@")
     in_query = "postgresql+psycopg://pinbench@db/pinbench?password=secret&sslmode=require"
     assert storage.shown_url(in_query) == in_query.replace("=secret", "=***")
+    for plain in ("sqlite:////abs/home/pinbench.db", "sqlite:///rel.db", "postgresql://u@h/d"):
+        assert storage.shown_url(plain) == plain  # nothing to hide: shown as configured
     assert "PINBENCH_DATABASE_URL" in gone.fix
 
     (tmp_path / "a-file").write_text("")

@@ -356,6 +356,7 @@ def test_a_bad_study_is_refused_naming_what_is_wrong_and_changes_nothing(
     assert "invalid study" in refused.err and said in refused.err, refused.err
     assert "Traceback" not in refused.err
     assert json.loads(cli_on("study", "list", "--json").out) == []
+    assert cli_on("study", "list").out.startswith("no studies recorded (built-in: seed,")
     assert json.loads(cli_on("runs", "list", "--json").out) == []
 
 

@@ -176,6 +176,9 @@ def study_list(as_json: bool = False) -> None:
     if as_json:
         _print_json(rows)
         return
+    if not rows:  # as `runs list` says it: an empty listing is not a silent one
+        _out().print("no studies recorded (built-in: seed, seed-quick, engines; `study run NAME`)")
+        return
     for row in rows:
         counts = ", ".join(f"{n} {state}" for state, n in sorted(row["cells"].items()))
         _out().print(f"{row['name']}  {row['created_at'][:19]}  {counts}")

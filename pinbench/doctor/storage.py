@@ -40,10 +40,11 @@ def space(what: str, folder: Path, env: str) -> Finding:
 
 def shown_url(url: str) -> str:
     """``url`` with its password, in its user part or its query (``?password=``), as ``***``
-    (as SQLAlchemy renders it)."""
+    (as SQLAlchemy renders it); without one, ``url`` as it is (``urlunsplit`` would write
+    SQLite's ``sqlite:////abs/path`` as ``sqlite://abs/path``, a host ``abs``)."""
     from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-    parts = urlsplit(url)
+    parts = original = urlsplit(url)
     if parts.password is not None:
         host = parts.netloc.rpartition("@")[2]
         parts = parts._replace(netloc=f"{parts.username}:***@{host}")
@@ -51,7 +52,7 @@ def shown_url(url: str) -> str:
     if any(k.lower() == "password" for k, _ in query):
         hidden = [(k, "***" if k.lower() == "password" else v) for k, v in query]
         parts = parts._replace(query=urlencode(hidden, safe="*"))
-    return urlunsplit(parts)
+    return url if parts == original else urlunsplit(parts)
 
 
 def database(place: Place) -> Finding:
