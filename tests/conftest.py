@@ -222,12 +222,48 @@ def gpt_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def llama_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The ``llama`` catalog part (the tiny LLaMA trained here, each engine's conversion of
-    it, the prompts dataset), built once for the run (the demo's converts it for one engine)."""
-    from pinbench.catalog import build
+def llama_catalog(tmp_path_factory: pytest.TempPathFactory, demo_catalog: Path) -> Path:
+    """The ``llama`` catalog part as ``catalog.build(root, ["llama"])`` writes it (the tiny
+    LLaMA, each engine's conversion of it, the prompts dataset), built once for the run from
+    the demo's catalog, which trains the same tiny LLaMA (one training of it for the run, not
+    two: about a minute of the suite) and converts it for one engine."""
+    return built_once(
+        tmp_path_factory, "catalog-llama", lambda root: _llama_part(root, demo_catalog)
+    )
 
-    return built_once(tmp_path_factory, "catalog-llama", lambda root: build(root, ["llama"]))
+
+DEMO_LLAMA = [
+    "dataset-digits-test.yaml",
+    "digits-test",
+    "dataset-python-doc-prompts.yaml",
+    "tiny-gpt-prompts",
+    "model-tiny-llama.yaml",
+    "tiny-llama",
+]
+"""What the demo's catalog holds of what ``build(root, ["llama"])`` writes, besides the
+frameworks' manifests and the engines' conversions."""
+
+
+def _llama_part(root: Path, demo: Path) -> None:
+    """``build(root, ["llama"])``'s files: the demo catalog's tiny LLaMA and prompts, its
+    ONNX Runtime GenAI conversion, and the other engines' converted here from its folder."""
+    import shutil
+
+    from pinbench.catalog import engines, frameworks, stages
+    from pinbench.demo.flow import ENGINES as CONVERTED
+
+    for name in DEMO_LLAMA:
+        (shutil.copytree if (demo / name).is_dir() else shutil.copyfile)(demo / name, root / name)
+    for name in stages.framework_names(["llama"]):
+        frameworks.write(root, name)
+    for key, converter in engines.CONVERTERS.items():
+        if converter.engine in CONVERTED:
+            shutil.copyfile(
+                demo / f"model-tiny-llama-{key}.yaml", root / f"model-tiny-llama-{key}.yaml"
+            )
+            shutil.copytree(demo / f"tiny-llama-{key}", root / f"tiny-llama-{key}")
+    rest = [engine for engine in stages.ENGINES if engine not in CONVERTED]
+    engines.export(root, root / "tiny-llama", rest)
 
 
 @pytest.fixture
