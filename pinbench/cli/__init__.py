@@ -42,14 +42,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": (
         "db",
         "init",
-        "Create PINBENCH_HOME: the blob store, a database migrated to the current schema, and "
-        "this registry's signing keys:...",
+        "Create PINBENCH_HOME: the blob store, the database and this registry's signing keys.",
     ),
     "doctor": (
         "doctor",
         "doctor",
-        "What this machine gives pinbench, each finding with its fix: the sandbox (bubblewrap's "
-        "path and version, user...",
+        "What this machine gives pinbench: the sandbox, space, the database, Docker, GPUs, noise.",
     ),
     "schema": ("registry", "schema", "Write the JSON Schema of each manifest kind (for editors)."),
     "publish": (
@@ -66,8 +64,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "show": (
         "registry",
         "show",
-        "Show one artifact version: a model's inputs and outputs (each step with its "
-        "parameters, an output's task section), a...",
+        "Show one artifact version: what it holds, its files with their digests, its yank state.",
     ),
     "resolve": (
         "registry",
@@ -87,14 +84,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "verify": (
         "hashing",
         "verify",
-        "Check every byte the lockfile pins against its sha256 (unchanged files are not "
-        "re-read; --rehash reads them all).",
+        "Check every byte the lockfile pins against its sha256.",
     ),
     "run": (
         "run",
         "run_cmd",
-        "Check the lockfile against this registry, verify every pinned byte, run the "
-        "lockfile's scenario, and record the run.",
+        "Check the lockfile and every byte it pins, run its scenario, and record the run.",
     ),
     "rerun": (
         "run",
@@ -137,20 +132,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "gc": (
         "store",
         "gc_cmd",
-        "Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders) "
-        "left by processes that died,...",
+        "Remove the scratch in PINBENCH_HOME/tmp that processes which died left, and print it.",
     ),
     "fsck": (
         "store",
         "fsck",
-        "Check the blob store against the database: every blob a row references is present and "
-        "hashes to its name, every blob...",
+        "Check the blob store against the database, and each run's facets against its record.",
     ),
     "backup": (
         "backup",
         "backup",
-        "Back the registry up into DIR (absent or empty): the database first (SQLite's backup "
-        "API, or pg_dump), then every...",
+        "Back the registry up into DIR (absent or empty): the database, its blobs and the keys.",
     ),
     "restore": (
         "backup",
@@ -171,16 +163,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "user": (
         "accounts",
         "user_app",
-        "Users and namespace members of this server's database (for admins; run where the "
-        "server's PINBENCH_HOME /...",
+        "Users and namespace members of this server's database, for admins.",
     ),
     "token": ("accounts", "token_app", "API tokens: create (shown once), list, revoke."),
     "runs": ("runs", "runs_app", "Recorded runs: list, show, compare, parity."),
     "catalog": (
         "catalog",
         "catalog_app",
-        "The built-in catalog stage by stage (the DVC pipeline's commands, dvc.yaml): prepare, "
-        "train, export, publish,...",
+        "The built-in catalog stage by stage: the DVC pipeline's commands (dvc.yaml).",
     ),
     "lockfile": (
         "lockfile",
@@ -190,8 +180,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "manifest": (
         "manifest",
         "manifest_app",
-        "Write a manifest from files: a model's from the model's own signature, a framework's "
-        "from pinbench's hash-pinned...",
+        "Write a manifest from files: a model's, a dataset's or a framework's.",
     ),
     "agent": ("cluster", "agent_app", "Join a Ray cluster as an evaluation agent."),
     "systems": (
@@ -202,8 +191,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "ops": (
         "ops",
         "ops_app",
-        "Operator benchmarks: one operator (conv2d, matmul, softmax, ...) timed on each "
-        "framework on the same seeded inputs...",
+        "Operator benchmarks: one operator timed on each framework on the same inputs.",
     ),
     "attest": (
         "attest",
@@ -224,8 +212,9 @@ def load(name: str) -> click.Command:
     found = getattr(import_module(f"pinbench.cli.{module}"), attr)
     assert isinstance(found, click.Command), f"pinbench.cli.{module}.{attr}"
     from pinbench.cli.once import options_once
+    from pinbench.cli.summaries import whole_summaries
 
-    return options_once(found)
+    return whole_summaries(options_once(found))
 
 
 class _Root(click.Group):

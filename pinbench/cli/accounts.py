@@ -13,8 +13,8 @@ from pinbench.console import print_json as _print_json
 
 user_app = click.Group(
     "user",
-    help="Users and namespace members of this server's database (for admins; run where the "
-    "server's PINBENCH_HOME / PINBENCH_DATABASE_URL are).",
+    help="Users and namespace members of this server's database, for admins.\n\n"
+    "Run where the server's PINBENCH_HOME / PINBENCH_DATABASE_URL are.",
     no_args_is_help=True,
 )
 token_app = click.Group(
@@ -103,8 +103,10 @@ def user_enable(
 def user_delete(
     name: str,
 ) -> None:
-    """Delete a user: revoke their tokens, remove their namespaces; what they published and
-    ran stays, attributed to their name, which is not given again. The last admin is kept."""
+    """Delete a user: revoke their tokens, remove their namespaces.
+
+    What they published and ran stays, attributed to their name, which is not given again.
+    The last admin is kept."""
     with local_registry() as reg:
         revoked = reg.accounts().delete_user(name)
     _out().print(f"deleted {name} ({revoked} token(s) revoked)")

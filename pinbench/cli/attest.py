@@ -41,8 +41,10 @@ def runs_attest(
     force: bool = False,
     as_json: bool = False,
 ) -> None:
-    """Write a run's signed provenance: a DSSE envelope (Ed25519) over an in-toto Statement v1
-    whose predicate is SLSA Provenance v1.
+    """Write a run's signed provenance: an in-toto Statement of SLSA Provenance in a DSSE envelope.
+
+    The envelope is signed with Ed25519; the statement is in-toto v1, its predicate SLSA
+    Provenance v1.
 
     Subjects are the run's outputs by sha256 (raw latencies, outputs, trace, final weights,
     an optimized graph, LoadGen's logs, results.json); the predicate holds the lockfile
@@ -101,8 +103,10 @@ def verify(
     blobs: Path | None = None,
     as_json: bool = False,
 ) -> None:
-    """Check an attestation: its signature, every subject's bytes against its sha256, and that
-    the lockfile in the predicate hashes to its id. Exit 1 naming the part that failed."""
+    """Check an attestation: its signature, every subject's bytes, and its lockfile's digest.
+
+    Every subject's bytes are checked against its sha256, and the lockfile in the predicate
+    must hash to its id. Exit 1 naming the part that failed."""
     try:
         data = file.read_bytes()
     except OSError as exc:
@@ -147,7 +151,8 @@ def verify(
 def keys_list(
     as_json: bool = False,
 ) -> None:
-    """This registry's keys (PINBENCH_URL: the server's), each with its kind and state:
+    """This registry's keys (PINBENCH_URL: the server's), each with its kind and state.
+
     `active` signs now; `retired DATE` (by `keys rotate`) verifies only what it signed before.
     A key file that does not hold the active key is said (the key is not used)."""
     with registry() as reg:
@@ -190,8 +195,9 @@ def keys_rotate(
     kind: str = "all",
     as_json: bool = False,
 ) -> None:
-    """Make a new key active and retire the one it replaces, on this machine's registry
-    (PINBENCH_HOME; a server's keys are rotated on its machine).
+    """Make a new key active and retire the one it replaces, on this machine's registry.
+
+    That is PINBENCH_HOME's; a server's keys are rotated on its machine.
 
     The retired key is kept, dated, for verifying: attestations it made before its retirement
     still verify (said so), any it signs after are refused. Its private key file is
@@ -228,9 +234,11 @@ def keys_export(
     force: bool = False,
     as_json: bool = False,
 ) -> None:
-    """Write a public key as PEM (SubjectPublicKeyInfo): a model-signing key for `model_signing
-    verify key --public_key`, an attestation key for `attest verify --key`. Active or retired;
-    PINBENCH_URL: the server's (obtain it apart from the server to trust it independently)."""
+    """Write a public key as PEM (SubjectPublicKeyInfo), to verify with another tool.
+
+    A model-signing key for `model_signing verify key --public_key`, an attestation key for
+    `attest verify --key`. Active or retired; PINBENCH_URL: the server's (obtain it apart from
+    the server to trust it independently)."""
     from pinbench.sdk.files import destination, write
 
     dest = destination(output, option="-o", force=force)

@@ -27,10 +27,11 @@ folder_argument = click.argument("folder", type=click.Path(path_type=Path), meta
 )
 @json_option
 def backup(folder: Path, no_blobs: bool = False, as_json: bool = False) -> None:
-    """Back the registry up into DIR (absent or empty): the database first (SQLite's backup
-    API, or pg_dump), then every blob it references (copies, never hard links: a blob
-    rewritten in the home must not change the backup; with the blobs in object storage, read
-    from the bucket), their manifest and the signing keys.
+    """Back the registry up into DIR (absent or empty): the database, its blobs and the keys.
+
+    The database first (SQLite's backup API, or pg_dump), then every blob it references
+    (copies, never hard links: a blob rewritten in the home must not change the backup; with
+    the blobs in object storage, read from the bucket), their manifest and the signing keys.
 
     Every blob, key and the database's file is hashed as it is taken: a blob whose bytes are
     not its name's, or one missing (from the bucket, for blobs in object storage), fails the

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 catalog_app = click.Group(
     "catalog",
-    help="The built-in catalog stage by stage (the DVC pipeline's commands, dvc.yaml): "
+    help="The built-in catalog stage by stage: the DVC pipeline's commands (dvc.yaml).\n\n"
     "prepare, train, export, publish, evaluate, report.",
     no_args_is_help=True,
 )

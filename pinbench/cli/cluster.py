@@ -75,8 +75,10 @@ def agent_start(
     warm: bool = False,
     price_per_hour: float | None = None,
 ) -> None:
-    """Join the cluster as a Ray node and register this machine as a system; stays in the
-    foreground until stopped (Ctrl-C), which takes the system out of the cluster."""
+    """Join the cluster as a Ray node and register this machine as a system.
+
+    It stays in the foreground until stopped (Ctrl-C), which takes the system out of the
+    cluster."""
     from pinbench.cluster.facts import default_name
     from pinbench.cluster.ray_agent import start_agent
     from pinbench.config import Settings

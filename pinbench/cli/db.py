@@ -22,9 +22,11 @@ db_app = click.Group(
 def init(
     as_json: bool = False,
 ) -> None:
-    """Create PINBENCH_HOME: the blob store, a database migrated to the current schema, and
-    this registry's signing keys: Ed25519 for run attestations, EC P-256 for model signatures
-    (`pinbench keys list`). On a home that has keys, they are checked, never replaced."""
+    """Create PINBENCH_HOME: the blob store, the database and this registry's signing keys.
+
+    The database is migrated to the current schema. The keys are Ed25519 for run
+    attestations and EC P-256 for model signatures (`pinbench keys list`). On a home that has
+    keys, they are checked, never replaced."""
     with local_registry() as reg:
         info = reg.admin().init()
     revision, keyid, model_key = info["revision"], info["signing_key"], info["model_signing_key"]

@@ -23,11 +23,13 @@ GROUPS = ("sandbox", "storage", "engines", "timing")
 )
 @json_option
 def doctor(only: tuple[str, ...] = (), as_json: bool = False) -> None:
-    """What this machine gives pinbench, each finding with its fix: the sandbox (bubblewrap's
-    path and version, user namespaces, a sandbox started as a run's is), free space of the
-    home, cache and scratch, the configured database, the Docker Engine, GPUs (NVML), and
-    what makes timings noisy as pyperf's `system show` reports it (CPU frequency scaling,
-    turbo, SMT, isolated CPUs, other load).
+    """What this machine gives pinbench: the sandbox, space, the database, Docker, GPUs, noise.
+
+    Each finding comes with its fix: the sandbox (bubblewrap's path and version, user
+    namespaces, a sandbox started as a run's is), free space of the home, cache and scratch,
+    the configured database, the Docker Engine, GPUs (NVML), and what makes timings noisy as
+    pyperf's `system show` reports it (CPU frequency scaling, turbo, SMT, isolated CPUs, other
+    load).
 
     Exits 0 where runs can be made (warnings say what a figure or a runner loses), 1 naming
     the findings that block them."""

@@ -31,8 +31,9 @@ def verify(
     rehash: bool = False,
     as_json: bool = False,
 ) -> None:
-    """Check every byte the lockfile pins against its sha256 (unchanged files are not re-read;
-    --rehash reads them all).
+    """Check every byte the lockfile pins against its sha256.
+
+    Files unchanged since they were last hashed are not read again; --rehash reads them all.
 
     First the lockfile itself is checked against this registry: every section is re-derived
     from the manifests it pins and must be identical (a field that differs is named); an

@@ -119,8 +119,9 @@ def images_pull(
     registry: str,
     as_json: bool = False,
 ) -> None:
-    """Pull an image artifact from a registry by digest; refuse it unless its image ID is the
-    artifact's pinned digest."""
+    """Pull an image artifact from a registry by digest.
+
+    It is refused unless its image ID is the artifact's pinned digest."""
     with local_registry() as reg:
         done = reg.images().pull(image, registry)
     if as_json:

@@ -21,8 +21,9 @@ from pinbench.errors import UserError
 
 manifest_app = click.Group(
     "manifest",
-    help="Write a manifest from files: a model's from the model's own signature, a "
-    "framework's from pinbench's hash-pinned environment locks.",
+    help="Write a manifest from files: a model's, a dataset's or a framework's.\n\n"
+    "A model's from the model's own signature, a framework's from pinbench's hash-pinned "
+    "environment locks.",
     no_args_is_help=True,
 )
 

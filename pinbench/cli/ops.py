@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 ops_app = click.Group(
     "ops",
-    help="Operator benchmarks: one operator (conv2d, matmul, softmax, ...) timed on each "
-    "framework on the same seeded inputs and validated against a float64 NumPy reference. "
+    help="Operator benchmarks: one operator timed on each framework on the same inputs.\n\n"
+    "An operator (conv2d, matmul, softmax, ...) is timed on each framework on the same seeded "
+    "inputs and validated against a float64 NumPy reference. "
     "Each framework gets its own lockfile and run record; `pinbench rerun RUN` repeats one.",
     no_args_is_help=True,
 )
@@ -162,9 +163,11 @@ def run_op(
     runner: str = "auto",
     as_json: bool = False,
 ) -> None:
-    """Lock the operator once per framework, run each lockfile, record the runs and print one
-    table: median and p90 latency, GFLOP/s and GB/s from the operator's analytical counts, the
-    largest error against the float64 reference, and whether it is within tolerance.
+    """Lock the operator once per framework, run each lockfile, record the runs, print a table.
+
+    The table gives median and p90 latency, GFLOP/s and GB/s from the operator's analytical
+    counts, the largest error against the float64 reference, and whether it is within
+    tolerance.
 
     A framework outside tolerance is a failed run marked invalid, never a speed; one that
     cannot run the operator (a dtype its CPU kernels lack) is a failed run with its reason.
@@ -214,8 +217,9 @@ def sweep_ops(
     runner: str = "auto",
     as_json: bool = False,
 ) -> None:
-    """Run a table of operator shapes on each framework: one lockfile and run per shape and
-    framework, one table of them all."""
+    """Run a table of operator shapes on each framework, and print one table of them all.
+
+    Each shape on each framework is a lockfile and a run of its own."""
     import msgspec
 
     from pinbench.operators.resnet50 import resnet50_conv_specs

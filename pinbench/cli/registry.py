@@ -185,9 +185,10 @@ def show(
     force: bool = False,
     as_json: bool = False,
 ) -> None:
-    """Show one artifact version: a model's inputs and outputs (each step with its parameters,
-    an output's task section), a dataset's samples, labels and task; files with digests; yank
-    state. --json gives the whole manifest."""
+    """Show one artifact version: what it holds, its files with their digests, its yank state.
+
+    A model shows its inputs and outputs (each step with its parameters, an output's task
+    section), a dataset its samples, labels and task. --json gives the whole manifest."""
     from rich.text import Text
 
     from pinbench.cli.manifest_text import manifest_lines

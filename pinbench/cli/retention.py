@@ -55,8 +55,9 @@ def runs_delete(runs: tuple[str, ...], yes: bool = False, as_json: bool = False)
 @yes_option
 @json_option
 def runs_prune(keep_days: float, keep_last: int, yes: bool = False, as_json: bool = False) -> None:
-    """Delete the finished runs that are both older than --keep-days and not among the
-    --keep-last most recent of their lockfile; queued and running runs are never deleted.
+    """Delete finished runs older than --keep-days, but the --keep-last newest of each lockfile.
+
+    Queued and running runs are never deleted.
 
     A dry run listing them until --yes. Their blobs are left for `pinbench gc --blobs`. On
     this machine's PINBENCH_HOME / PINBENCH_DATABASE_URL only (not through PINBENCH_URL).

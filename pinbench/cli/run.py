@@ -120,8 +120,9 @@ def run_cmd(
     publish_as: str | None = None,
     as_json: bool = False,
 ) -> None:
-    """Check the lockfile against this registry, verify every pinned byte, run the lockfile's
-    scenario, and record the run.
+    """Check the lockfile and every byte it pins, run its scenario, and record the run.
+
+    The lockfile is checked against this registry, and every pinned byte against its sha256.
 
     The run is recorded whatever happens: succeeded, failed with its reason, or interrupted.
     A lockfile this registry would not make (an artifact not published here, a field that

@@ -31,9 +31,10 @@ def runs_outputs(
     log: str | None = None,
     as_json: bool = False,
 ) -> None:
-    """Write the raw outputs an accuracy run recorded (the array its task scored: class
-    scores, embeddings, a detector's output...) to an .npy file, for comparing with another
-    tool.
+    """Write the raw outputs an accuracy run recorded to an .npy file, to compare with another tool.
+
+    The outputs are the array its task scored: class scores, embeddings, a detector's
+    output.
 
     The bytes are checked against the sha256 the run recorded while they are copied, and must
     be a plain .npy array (never a pickle); nothing is written otherwise. A performance run

@@ -46,9 +46,11 @@ def runs_trace(
     force: bool = False,
     as_json: bool = False,
 ) -> None:
-    """A traced run's inspection: cold start, phases, and the per-layer/operator table (count,
-    total, mean, share of model time), slowest first. With several runs (e.g. the same model
-    on ONNX Runtime and PyTorch) their operator time per prediction is compared by category.
+    """A traced run's inspection: cold start, phases, and the per-layer/operator table.
+
+    The table gives each layer or operator's count, total, mean and share of model time,
+    slowest first. With several runs (e.g. the same model on ONNX Runtime and PyTorch) their
+    operator time per prediction is compared by category.
     """
     import json
 

@@ -177,8 +177,9 @@ def threshold_set(
 @click.argument("metric", type=str, help="The metric whose threshold to retire.")
 @json_option
 def threshold_retire(name: str, metric: str, as_json: bool = False) -> None:
-    """Stop judging METRIC in the series: a new version retires its threshold (earlier versions
-    are kept; `threshold set` adds the next one again)."""
+    """Stop judging METRIC in the series: a new version retires its threshold.
+
+    Earlier versions are kept; `threshold set` adds the next one again."""
     with registry() as reg:
         info = reg.series().retire_threshold(name, metric)
     if as_json:

@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 @json_option
 @click.pass_context
 def fsck(ctx: click.Context, as_json: bool = False) -> None:
-    """Check the blob store against the database: every blob a row references is present
-    and hashes to its name, every blob is referenced, nothing else lies among the blobs,
-    and every run's filter facet names its model, framework, status and system.
+    """Check the blob store against the database, and each run's facets against its record.
+
+    Every blob a row references is present and hashes to its name, every blob is referenced,
+    nothing else lies among the blobs, and every run's filter facet names its model,
+    framework, status and system.
 
     Reads every blob (the verified-state cache is not trusted); with the blobs in object
     storage, the bucket's bytes as they stream by (no copy is kept), and the multipart
@@ -94,8 +96,10 @@ def gc_cmd(
     cache: bool = False,
     keep: str | None = None,
 ) -> None:
-    """Remove scratch in PINBENCH_HOME/tmp (staged publishes, uploads, fetches, run folders)
-    left by processes that died, and print what it reclaimed.
+    """Remove the scratch in PINBENCH_HOME/tmp that processes which died left, and print it.
+
+    Scratch is staged publishes, uploads, fetches and run folders; what it reclaimed is
+    printed.
 
     A live process's scratch is never touched, whichever process or host owns it (each holds
     a lock on its scratch while it lives); `pinbench serve` does the same when it starts.

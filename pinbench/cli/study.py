@@ -53,8 +53,9 @@ def _say(as_json: bool) -> Any:
 def study_run(
     study: str, runner: str | None = None, allow_code: bool = False, as_json: bool = False
 ) -> None:
-    """Lock and run every cell of STUDY not done before, in turn, printing each one's outcome;
-    a study stopped part-way (Ctrl-C) resumes where it stopped when run again. Exit 0 when every
+    """Lock and run every cell of STUDY not done before, in turn, printing each one's outcome.
+
+    A study stopped part-way (Ctrl-C) resumes where it stopped when run again. Exit 0 when every
     cell is done, 1 when a cell failed or was refused (its reason in `study show`). A model
     whose manifest carries processing code runs only with --allow-code (its cells are refused
     without it, saying so)."""
@@ -121,9 +122,11 @@ def _print_across_systems(console: Console, matrix: dict[str, Any]) -> None:
 @click.argument("name", type=str, help=NAME_HELP)
 @json_option
 def study_show(name: str, as_json: bool = False) -> None:
-    """The study's matrix, a table per system: a row per model and framework, a column per
-    scenario (and batch size), the versions its cells ran; each cell its accuracy, p90 latency
-    or Offline throughput, or its state and a note saying why it could not run."""
+    """The study's matrix: a table per system, a row per model and framework, a column per scenario.
+
+    A column per scenario and batch size, with the versions its cells ran; each cell its
+    accuracy, p90 latency or Offline throughput, or its state and a note saying why it could
+    not run."""
     with registry() as reg:
         matrix = reg.studies().show(name)
     if as_json:
@@ -195,9 +198,11 @@ def study_list(as_json: bool = False) -> None:
 )
 @force_option
 def study_report(name: str, html_path: Path, force: bool = False) -> None:
-    """The study's analyses as one HTML page: accuracy against latency per system (the
-    Pareto front), speed-ups across frameworks and systems, SingleStream latency against
-    Offline throughput, batch sweeps, and the outliers each flags."""
+    """The study's analyses as one HTML page.
+
+    Accuracy against latency per system (the Pareto front), speed-ups across frameworks and
+    systems, SingleStream latency against Offline throughput, batch sweeps, and the outliers
+    each flags."""
     from pinbench.sdk.files import destination, write_all
 
     dest = destination(html_path, option="--html", force=force)
@@ -221,9 +226,11 @@ def study_report(name: str, html_path: Path, force: bool = False) -> None:
 def study_rerun(
     name: str, repeat: int = 3, allow_code: bool = False, as_json: bool = False
 ) -> None:
-    """Run every done cell's lockfile again on its system and print each cell's rerun
-    verdict with its reasons (`pinbench rerun`'s); exit 1 when a cell did not reproduce or
-    was inconclusive. Cells whose models carry processing code need --allow-code again."""
+    """Run every done cell's lockfile again on its system and print each cell's verdict.
+
+    Each verdict comes with its reasons (`pinbench rerun`'s); exit 1 when a cell did not
+    reproduce or was inconclusive. Cells whose models carry processing code need --allow-code
+    again."""
     from pinbench.cli.stopping import stopped_safely
 
     with registry() as reg, stopped_safely() as stop:
@@ -245,8 +252,9 @@ def study_rerun(
 @study_app.command("forget")
 @click.argument("name", type=str, help="A study's name, as run.")
 def study_forget(name: str) -> None:
-    """Remove a recorded study and its cells, so that its name may be run from another
-    definition; its runs and lockfiles stay recorded."""
+    """Remove a recorded study and its cells, so that its name may be run from another definition.
+
+    Its runs and lockfiles stay recorded."""
     with registry() as reg:
         cells = reg.studies().forget(name)
     _out().print(f"forgot study {name} ({cells} cells); its runs and lockfiles are kept")
