@@ -125,19 +125,43 @@ class LatencyComparison:
 
         stats = f"median ratio {self.median_ratio:.3f}, Mann-Whitney {p_said(self.p_value)}"
         if self.inconclusive:
-            if self.disagreement is not None and self.disagreement > self.band:
-                why = f"the reruns disagree with each other by {self.disagreement:.0%}"
-            else:
-                why = f"the reruns' median is {abs(change):.0%} from the original's"
-            return (
-                f"latency inconclusive: {why}, more than the {self.band:.0%} band, with no "
-                f"difference shown ({where}; {stats}). To settle it: more reruns (--repeat), "
-                "a longer min_duration_ms, fewer threads, or a quieter machine"
-            )
+            return f"latency inconclusive: {self._undecided(change, stats)}. " + SETTLE
         if self.reproduced:
             return f"latency reproduced within noise ({where}; {stats})"
         direction = "slower" if change > 0 else "faster"
         return f"{direction} by {abs(change):.1%} ({where}; {stats})"
+
+    def _undecided(self, change: float, stats: str) -> str:
+        """Why an inconclusive verdict is neither reproduced nor changed, in that order: what
+        keeps the reruns from vouching for the original, then why no difference counts."""
+        original = f"the original's framework-call median {_t(self.original_median)}"
+        if self.disagreement is not None and self.disagreement > self.band:
+            why = (
+                f"the {len(self.rerun_medians)} reruns' medians disagree with each other by "
+                f"{self.disagreement:.0%}, more than the {self.band:.0%} band, so they cannot "
+                "vouch for the original"
+            )
+        else:
+            why = (
+                f"the reruns' median is {abs(change):.0%} from the original's, more than the "
+                f"{self.band:.0%} band"
+            )
+        if self.interval is None:
+            shown = f"{original} was judged by 1 rerun ({stats})"
+        else:
+            lo, hi = self.interval
+            shown = (
+                f"{original} lies inside the {len(self.rerun_medians)} reruns' 99% interval "
+                f"{_t(lo)} - {_t(hi)} for a run's median ({stats}: a test over queries, "
+                "which run-to-run noise moves together)"
+            )
+        return f"{why}; no difference is shown either: {shown}"
+
+
+SETTLE = (
+    "To settle it: more reruns (--repeat), a longer min_duration_ms, fewer threads, or a "
+    "quieter machine"
+)
 
 
 def _t(ns: float) -> str:
