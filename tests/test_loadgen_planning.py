@@ -77,6 +77,18 @@ def test_the_margin_plans_at_most_plan_cheap_queries(expected_ns: int, planned_n
     assert settings.single_stream_expected_latency_ns == planned_ns
 
 
+def test_the_margin_never_plans_more_samples_than_loadgen_may_hold() -> None:
+    """120 MultiStream queries of 65,536 samples (7.9 million, as measured) are within
+    ``PLANNED_SAMPLES``; four or two times as many are not. The test is planned as measured,
+    not refused for what a margin would add."""
+    scenario = msgspec.convert(
+        {"name": "MultiStream", "min_query_count": 64, "samples_per_query": 65_536}, Scenario
+    )
+    expected = 2 * 10**9 // 120  # 2 x 1 s of queries: 120
+    settings = settings_for(scenario, expected_latency_ns=expected, batch_size=65_536)
+    assert settings.multi_stream_expected_latency_ns == expected
+
+
 def test_offline_is_planned_at_the_warm_ups_rate() -> None:
     scenario = msgspec.convert({"name": "Offline", "min_duration_ms": 1000}, Scenario)
     settings = settings_for(scenario, expected_latency_ns=5_000_000, batch_size=1)

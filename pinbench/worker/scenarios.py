@@ -188,15 +188,16 @@ warms up on as many calls, is planned as measured."""
 def _planning_latency(scenario: Scenario, expected: int, calls: int) -> int:
     """The latency a SingleStream or MultiStream test is planned at: the warm-up's
     ``expected`` divided by ``PLAN_MARGIN``, or by 2, where that plans at most ``PLAN_CHEAP``
-    queries; else (and in other scenarios) ``expected`` itself."""
+    queries and samples LoadGen may hold (``bounds.PLANNED_SAMPLES``: a margin never refuses
+    a test planned as measured would run); else (and in other scenarios) ``expected``."""
     if scenario.name not in ("SingleStream", "MultiStream"):
         return expected
     multi = scenario.name == "MultiStream"
-    per_query, calls = (scenario.samples_per_query, calls) if multi else (1, 1)
+    per_query, per_call = (scenario.samples_per_query, calls) if multi else (1, 1)
     for margin in (PLAN_MARGIN, 2):
         latency = max(1, expected // margin)
-        queries = scenario.planned_samples(1e9 / (latency * calls)) // per_query
-        if queries <= PLAN_CHEAP:
+        samples = scenario.planned_samples(1e9 / (latency * per_call))
+        if samples // per_query <= PLAN_CHEAP and b.PLANNED_SAMPLES.holds(samples):
             return latency
     return expected
 
