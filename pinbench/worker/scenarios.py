@@ -178,7 +178,8 @@ both met (mlperf_loadgen 6.0, measured: 1,021 queries issued of 40,000 planned),
 planned past them are never issued; a test planned for too few ends INVALID, "min_duration not
 met". A warm-up slowed by other work on the machine was seen 2.5 times slower than the test
 after it (docs/authoring.md's walkthrough, 2026-11-30: 64 queries planned, done in 0.79 s of
-a 1 s minimum). Offline's one query is never cut short: it is planned at the warm-up's rate."""
+a 1 s minimum; a later run of it was about ten times off, past this margin: decision 321).
+Offline's one query is never cut short: it is planned at the warm-up's rate."""
 PLAN_CHEAP = 20_000
 """The most queries the margin may plan: LoadGen makes every planned query before the first
 is issued (microseconds each), so a fast model, which plans hundreds of thousands already and
