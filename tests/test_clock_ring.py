@@ -8,7 +8,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -88,6 +88,30 @@ def test_frames_cross_whole_in_parts_and_around_the_rings_end(spin_ns: int) -> N
         made.close()
 
 
+def test_one_entry_frames_cross_in_place_and_leave_the_rest_for_next(pair: Pair) -> None:
+    """The hot path (``put``, ``one``): a frame of one query is packed and read in place, round
+    the ring's end three times over; the frames that lie across its end, and any frame that is
+    not one entry of the kind asked for, are left for ``Frames.next``, which reads them whole."""
+    host, worker = pair.host, w.Frames(pair.worker, b"PIE")
+    sent = 3 * r.CAPACITY // w.QUERY_FRAME.size
+    in_place = 0
+    for i in range(sent):
+        host.put(w.QUERY_FRAME, b"I", 1, i, i % 1000)
+        fields = worker.one(w.QUERY_FRAME, b"I")
+        if fields is not None:
+            in_place += 1
+            assert fields == (b"I", 1, i, i % 1000)
+        else:
+            assert worker.next() == (b"I", 1, w.QUERY.pack(i, i % 1000))
+    assert sent - 3 <= in_place < sent  # one frame across the end at each time round
+    host.send(w.frame(b"P", 0))
+    assert worker.one(w.QUERY_FRAME, b"I") is None
+    assert worker.next() == (b"P", 0, b"")
+    host.send(w.queries([(1, 2), (3, 4)]))
+    assert worker.one(w.QUERY_FRAME, b"I") is None
+    assert worker.next() == (b"I", 2, w.QUERY.pack(1, 2) + w.QUERY.pack(3, 4))
+
+
 def test_the_memory_is_sealed_at_its_size_before_a_worker_gets_it(pair: Pair) -> None:
     """A worker that shrank the memory would make the host's next read of it a SIGBUS: the
     file is sealed, and a host refuses a memory that is not."""
@@ -113,8 +137,11 @@ def test_the_memory_is_sealed_at_its_size_before_a_worker_gets_it(pair: Pair) ->
         (r._TO_HOST[0], r.CAPACITY + 1, "read", f"says {r.CAPACITY + 1} bytes are waiting"),
         # the worker's tail behind what the host has read (wrapped to a huge count)
         (r._TO_HOST[0], 2**64 - 1, "read", "bytes are waiting"),
+        # the same, met where a frame is read in place (the hot path)
+        (r._TO_HOST[0], r.CAPACITY + 1, "one", f"says {r.CAPACITY + 1} bytes are waiting"),
         # the worker's head past what the host wrote
         (r._TO_WORKER[1], 7, "send", "says it read 7 of 0 bytes"),
+        (r._TO_WORKER[1], 7, "put", "says it read 7 of 0 bytes"),
     ],
 )
 def test_a_position_a_ring_cannot_have_is_refused_naming_it(
@@ -125,11 +152,14 @@ def test_a_position_a_ring_cannot_have_is_refused_naming_it(
     words = memoryview(pair.worker._map)[: r.DATA].cast("Q")
     words[word] = value
     words.release()
+    acts: dict[str, Callable[[], object]] = {
+        "read": w.Frames(pair.host, b"HPC").next,
+        "one": lambda: pair.host.one(w.ANSWER_FRAME, b"C"),
+        "send": lambda: pair.host.send(w.frame(b"P", 0)),
+        "put": lambda: pair.host.put(w.QUERY_FRAME, b"I", 1, 5, 3),
+    }
     with pytest.raises(w.WireError, match=said):
-        if act == "read":
-            w.Frames(pair.host, b"HPC").next()
-        else:
-            pair.host.send(w.frame(b"P", 0))
+        acts[act]()
 
 
 def test_a_worker_that_has_gone_ends_the_hosts_wait(pair: Pair) -> None:

@@ -104,18 +104,26 @@ FEWER_SAMPLES = """
 from pinbench.worker import remote_test as _remote
 
 _real_run = _remote.RemoteTest.run
-_remote.RemoteTest.run = lambda self, issue, count, expected: _real_run(self, issue, 1, expected)
+_remote.RemoteTest.run = lambda self, issue, count, *more: _real_run(self, issue, 1, *more)
 """
-ANSWERS_UNASKED = """
+ANSWERED_BY_COMPLETE = """
 from pinbench.worker import remote_test as _remote
+
+_real_run = _remote.RemoteTest.run
+_remote.RemoteTest.run = lambda self, issue, count, expected, answer=None: _real_run(
+    self, issue, count, expected
+)
+"""
+"""Every answer through ``RemoteTest.complete`` (no query answered in place), where the code
+below changes what it sends."""
+ANSWERS_UNASKED = ANSWERED_BY_COMPLETE + """
 
 _real_complete = _remote.RemoteTest.complete
 _remote.RemoteTest.complete = lambda self, answers: _real_complete(
     self, [(i + 1, sealed) for i, sealed in answers]
 )
 """
-ANSWERS_TWICE = """
-from pinbench.worker import remote_test as _remote
+ANSWERS_TWICE = ANSWERED_BY_COMPLETE + """
 
 _real_complete = _remote.RemoteTest.complete
 _remote.RemoteTest.complete = lambda self, answers: _real_complete(self, answers + answers)
@@ -319,7 +327,7 @@ def _noting(predict, inputs, scenario, **kwargs):
     return _scenario(predict, inputs, scenario, **kwargs)
 
 
-def _run(self, issue, count, expected):
+def _run(self, issue, count, expected, answer=None):
     def wrapped(queries):
         indexes = [q.index for q in queries]
         unique = len(indexes) > 1 and len(set(indexes)) == len(indexes)

@@ -19,6 +19,10 @@ NONE = bytes(SIZE)
 _HEADERS: dict[tuple[Any, Any, tuple[int, ...]], bytes] = {}
 """Each output's header (name, dtype, shape) as the seal hashes it, made once: most of a seal's
 cost where outputs are small (5.1 µs a seal of ten logits, 1.1 µs of it the header's text)."""
+_HASHED: dict[tuple[Any, Any, tuple[int, ...]], Any] = {}
+"""A one-output seal's hash with its header already taken, copied for each answer: a copy
+costs less than a new hash (a seal of ten logits 0.82 to 0.31 µs on this project's machine,
+2026-12-01)."""
 HEADERS_KEPT = 4096
 
 
@@ -28,11 +32,19 @@ def seal(outputs: Mapping[Any, Any] | None) -> bytes:
         return NONE
     if len(outputs) == 1:  # the hot path: one output (the same bytes hashed as below)
         for name, array in outputs.items():
-            if not (isinstance(array, np.ndarray) and array.ndim and array.flags.c_contiguous):
-                array = np.ascontiguousarray(array)  # as it is, where it already is one
-            h = hashlib.blake2b(_head(name, array), digest_size=SIZE)
-            h.update(array.data)
-            return h.digest()
+            if type(array) is np.ndarray and array.ndim:  # 0-d: sealed as shape (1,), below
+                key = (name, array.dtype, array.shape)
+                hashed = _HASHED.get(key)
+                if hashed is None:
+                    hashed = hashlib.blake2b(_head(name, array), digest_size=SIZE)
+                    if len(_HASHED) < HEADERS_KEPT:
+                        _HASHED[key] = hashed
+                h = hashed.copy()
+                try:
+                    h.update(array.data)  # its bytes, where they are C-contiguous
+                except BufferError:
+                    break  # another layout: made contiguous, below
+                return h.digest()
     h = hashlib.blake2b(digest_size=SIZE)
     for name in sorted(outputs, key=str):
         array = outputs[name]

@@ -27,8 +27,10 @@ import mmap
 import os
 import platform
 import select
+import struct
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from pinbench.worker.clock_wire import HEAD, Frame, PipeChannel, WireError
 
@@ -48,6 +50,9 @@ timed out, up to ``LAST_WAIT_MS``, and after this long again once woken: a wake-
 its flag and the other's publishing (no barrier orders them) costs at most the wait it fell in
 (the first, where the other side answers within it)."""
 LAST_WAIT_MS = 100
+POLLS_PER_LOOK = 16
+"""Reads of the other side's position between two readings of the clock while a side polls."""
+_POLLS = range(POLLS_PER_LOOK)
 
 
 class RingError(WireError):
@@ -113,6 +118,9 @@ class Ring:
         cpus = (_HOST_CPU, _WORKER_CPU)
         self._my_cpu, self._their_cpu = cpus if host else cpus[::-1]
         self._cpu = _cpu_reader()
+        self._cpus: set[int] = set(os.sched_getaffinity(0)) if host else set()
+        """The CPUs the host may run on (``_move_from``); none on the worker's side: only the
+        host moves, so the two never chase each other."""
         self._tail = 0  # what this side has written, kept here (never read back)
         self._head = 0  # what this side has read, kept here
         os.set_blocking(wait_fd, False)
@@ -125,16 +133,10 @@ class Ring:
         all arrived (the hot path: ``Frames.next``); None where they do not (``read`` then
         takes its bytes) or the other side has gone. ``body_size`` refuses a frame by its
         head."""
-        words, at, head = self._words, self._in_tail, self._head
-        tail = words[at]
-        if tail == head:
-            if not self._await(lambda: words[at] != head):
-                return None
-            tail = words[at]
-        have = tail - head
-        if not 0 < have <= CAPACITY:
-            raise RingError(f"the other side's ring says {have} bytes are waiting")
-        start = self._in_data + head % CAPACITY
+        arrived = self._arrived()
+        if arrived is None:
+            return None
+        have, start = arrived
         if have < HEAD.size or start + HEAD.size > self._in_end:
             return None
         kind, count = HEAD.unpack_from(self._bytes, start)
@@ -143,23 +145,35 @@ class Ring:
         if whole > have or start + whole > self._in_end:
             return None
         body = bytes(self._bytes[start + HEAD.size : start + whole]) if size else b""
-        self._head = head = head + whole
-        words[self._in_head] = head  # a writer waiting for room looks again itself (``send``)
+        self._head += whole
+        self._words[self._in_head] = self._head  # a writer waiting for room looks again itself
         return kind, count, body
+
+    def one(self, shape: struct.Struct, kind: bytes) -> tuple[Any, ...] | None:
+        """The next frame's fields where it is one entry of ``kind``, whole in one piece of the
+        ring (``shape``: the whole frame's, its head included: ``clock_wire.QUERY_FRAME``,
+        ``ANSWER_FRAME``), read in place (the hot path: ``Frames.one``); None where the next
+        frame is anything else (left for ``frame`` or ``read``) or the other side has gone."""
+        arrived = self._arrived()
+        if arrived is None:
+            return None
+        (have, start), size = arrived, shape.size
+        if have < size or start + size > self._in_end:
+            return None
+        fields = shape.unpack_from(self._bytes, start)
+        if fields[0] != kind or fields[1] != 1:
+            return None
+        self._head += size
+        self._words[self._in_head] = self._head  # a writer waiting for room looks again itself
+        return fields
 
     def read(self, size: int) -> bytes:
         """At least one byte and at most ``size``, once the other side has written them; b""
         once it has gone."""
-        words, at = self._words, self._in_tail
-        tail = words[at]
-        if tail == self._head:
-            if not self._await(lambda: words[at] != self._head):
-                return b""
-            tail = words[at]
-        have = tail - self._head
-        if not 0 < have <= CAPACITY:
-            raise RingError(f"the other side's ring says {have} bytes are waiting")
-        n = min(have, size)
+        arrived = self._arrived()
+        if arrived is None:
+            return b""
+        n = min(arrived[0], size)
         start = self._head % CAPACITY
         first = min(n, CAPACITY - start)
         base = self._in_data
@@ -167,21 +181,34 @@ class Ring:
         if first < n:
             out += bytes(self._bytes[base : base + n - first])
         self._head += n
-        words[self._in_head] = self._head  # a writer waiting for room looks again itself
+        self._words[self._in_head] = self._head  # a writer waiting for room looks again itself
         return out
+
+    def _arrived(self) -> tuple[int, int] | None:
+        """How many bytes the other side has written past what this side has read, and where
+        in the memory they begin, once there are any (polled, then slept for: ``_moved``);
+        None once the other side has gone. A count the ring cannot hold is refused."""
+        at, head = self._in_tail, self._head
+        tail = self._words[at]
+        if tail == head:
+            moved = self._moved(at, head)
+            if moved is None:
+                return None
+            tail = moved
+        have = tail - head
+        if not 0 < have <= CAPACITY:
+            raise RingError(f"the other side's ring says {have} bytes are waiting")
+        return have, self._in_data + head % CAPACITY
 
     # --- writing ---------------------------------------------------------------------------
 
     def send(self, data: bytes) -> None:
         """All of ``data``, in parts where the ring has less room; waits for room."""
-        words, tail, n = self._words, self._tail, len(data)
-        start = self._out_data + tail % CAPACITY
+        n = len(data)
+        start = self._out_data + self._tail % CAPACITY
         if start + n <= self._out_end and n <= self._room():  # the hot path: in one piece
             self._bytes[start : start + n] = data
-            self._tail = tail = tail + n
-            words[self._out_tail] = tail  # after the bytes: x86-64 keeps stores in order
-            if words[self._theirs]:
-                self._wake()
+            self._published(n)
             return
         view = memoryview(data)
         while view:
@@ -197,9 +224,27 @@ class Ring:
             self._bytes[base + start : base + start + first] = view[:first]
             if first < n:
                 self._bytes[base : base + n - first] = view[first:n]
-            self._tail += n
-            words[self._out_tail] = self._tail  # after the bytes: x86-64 keeps stores in order
+            self._published(n)
             view = view[n:]
+
+    def put(self, shape: struct.Struct, *fields: Any) -> None:
+        """One frame of ``fields`` packed in place where it fits in one piece of the ring (the
+        hot path's query and answer); else through ``send``."""
+        size = shape.size
+        start = self._out_data + self._tail % CAPACITY
+        if start + size > self._out_end or size > self._room():
+            self.send(shape.pack(*fields))
+            return
+        shape.pack_into(self._bytes, start, *fields)
+        self._published(size)
+
+    def _published(self, size: int) -> None:
+        """``size`` more bytes written at the tail: the tail moved past them, the other side
+        woken if it sleeps."""
+        self._tail += size
+        words = self._words
+        words[self._out_tail] = self._tail  # after the bytes: x86-64 keeps stores in order
+        if words[self._theirs]:
             self._wake()
 
     def _room(self) -> int:
@@ -218,12 +263,33 @@ class Ring:
             with contextlib.suppress(OSError):  # gone: its end is read as the end, not here
                 os.write(self._wake_fd, b"w")
 
-    def _await(self, check: Callable[[], bool], quiet: bool = False) -> bool:
+    def _moved(self, at: int, was: int) -> int | None:
+        """The word at ``at`` once it is no longer ``was`` (``_await`` for the hot path: its
+        poll reads the clock once every ``POLLS_PER_LOOK`` reads of the word); None once the
+        other side has gone."""
+        words = self._words
+        if self.spin_ns and self._apart():
+            clock = time.perf_counter_ns
+            end = clock() + self.spin_ns
+            polls = _POLLS
+            while True:
+                for _ in polls:
+                    now = words[at]
+                    if now != was:
+                        return now
+                if clock() > end:
+                    break
+        if not self._await(lambda: words[at] != was, spin=False):
+            return None
+        return int(words[at])
+
+    def _await(self, check: Callable[[], bool], quiet: bool = False, spin: bool = True) -> bool:
         """Until ``check()``: polled for ``spin_ns``, then slept on the pipe (the flag set
         first, the condition looked at again after). False once the other side has gone.
         ``quiet``: a writer waiting for room sleeps without the flag and without taking the
-        pipe's bytes (which are the reader's wake-ups), looking again each millisecond."""
-        if self.spin_ns and self._apart():
+        pipe's bytes (which are the reader's wake-ups), looking again each millisecond.
+        ``spin``: False where the caller has polled already (``_moved``)."""
+        if spin and self.spin_ns and self._apart():
             end = time.perf_counter_ns() + self.spin_ns
             clock = time.perf_counter_ns
             while not check():
@@ -268,8 +334,28 @@ class Ring:
             return True
         here = self._cpu() + 1
         words = self._words
+        if here == words[self._their_cpu] and self._cpus:
+            here = self._move_from(here - 1) + 1
         words[self._my_cpu] = here
         return bool(here != words[self._their_cpu])
+
+    def _move_from(self, cpu: int) -> int:
+        """The host's side, about to wait on the CPU where the worker last waited: this thread
+        moved to another CPU it may run on (its allowed CPUs set without ``cpu``, then set back
+        at once, which moves it no further), so that both sides poll, each on its own CPU,
+        rather than both sleeping. Where the two sides share a CPU beside other work, both
+        slept on their pipes and a query crossed for 20-50 µs, where apart it crossed for 4-5
+        (docs/benchmarks.md §38). The CPU it is on after."""
+        assert self._cpu is not None  # only where the CPU can be read
+        others = self._cpus - {cpu}
+        if not others:
+            return cpu
+        try:
+            os.sched_setaffinity(0, others)
+            os.sched_setaffinity(0, self._cpus)
+        except OSError:  # a CPU set that changed under the process: left where it is
+            return cpu
+        return int(self._cpu())
 
     def _gone(self) -> bool:
         poller = select.poll()

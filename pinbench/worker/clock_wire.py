@@ -92,6 +92,10 @@ class Channel(Protocol):
         """All of ``data``."""
         ...
 
+    def put(self, shape: struct.Struct, *fields: Any) -> None:
+        """One frame of ``fields`` packed by ``shape``."""
+        ...
+
 
 class PipeChannel:
     """The frames through the descriptors themselves: ``read_fd`` polled for ``spin_ns`` before
@@ -118,6 +122,9 @@ class PipeChannel:
     def send(self, data: bytes) -> None:
         send(self._write, data)
 
+    def put(self, shape: struct.Struct, *fields: Any) -> None:
+        send(self._write, shape.pack(*fields))
+
 
 class Frames:
     """Frames read from ``channel``: ``next`` returns a kind, a count and the body's bytes."""
@@ -139,6 +146,9 @@ class Frames:
             channel, "frame", None
         )
         """A channel that parses a whole frame where it lies in one piece (``clock_ring``)."""
+        self._one: Callable[[struct.Struct, bytes], tuple[Any, ...] | None] | None = getattr(
+            channel, "one", None
+        )
 
     def _exactly(self, size: int) -> bytes:
         while len(self._buffer) < size:
@@ -160,6 +170,14 @@ class Frames:
         if count > MAX_FRAME:
             raise WireError(f"a frame of {count} entries (at most {MAX_FRAME})")
         return count * self.SIZES[kind]
+
+    def one(self, shape: struct.Struct, kind: bytes) -> tuple[Any, ...] | None:
+        """The next frame's fields where it is one entry of ``kind`` (``shape``: the whole
+        frame's) and the channel reads it in place (the hot path: one query, one answer); None
+        otherwise, the frame left for ``next``."""
+        if self._one is None or self._buffer:
+            return None
+        return self._one(shape, kind)
 
     def next(self) -> Frame:
         if self._direct is not None and not self._buffer:

@@ -276,28 +276,32 @@ def run_scenario(
     halted = stop.is_set if stop is not None else (lambda: False)
     axes = batch_axes or {}
 
+    def answer(index: int) -> Any:
+        """The hot path (batch size 1): one sample's answer, with as little Python as possible
+        around ``predict``. Nothing may propagate into LoadGen (see ``pinbench.worker.stop``):
+        after a failure or a stop, the answer is None, the model not called."""
+        out = None
+        try:
+            if not span[0]:
+                span[0] = clock()
+            if not failure and not halted():
+                x = views[index]
+                t0 = clock()
+                out = predict(x)
+                t1 = clock()
+                record(t1 - t0)
+                mark(t0)
+                if keep and index not in outputs:
+                    kept(index, out)
+                span[1] = t1
+                span[2] += 1
+        except BaseException as exc:  # handed back to the caller after LoadGen returns
+            failure.append(exc)
+        return out
+
     def issue_one(queries: list[Any]) -> None:
-        """The hot path (batch size 1): as little Python as possible around ``predict``.
-        Nothing may propagate into LoadGen (see ``pinbench.worker.stop``): after a failure
-        or a stop, queries are answered without calling the model."""
         for q in queries:
-            out = None
-            try:
-                if not span[0]:
-                    span[0] = clock()
-                if not failure and not halted():
-                    x = views[q.index]
-                    t0 = clock()
-                    out = predict(x)
-                    t1 = clock()
-                    record(t1 - t0)
-                    mark(t0)
-                    if keep and q.index not in outputs:
-                        kept(q.index, out)
-                    span[1] = t1
-                    span[2] += 1
-            except BaseException as exc:  # handed back to the caller after LoadGen returns
-                failure.append(exc)
+            out = answer(q.index)
             complete([response(q.id, sealed(out) if sealed else 0, 0)])
 
     def issue_here(queries: list[Any]) -> None:
@@ -361,7 +365,7 @@ def run_scenario(
         scenario, expected_latency_ns=expected_latency_ns, batch_size=batch_size
     )
     if remote is not None:
-        remote.run(issue, count, expected_latency_ns)
+        remote.run(issue, count, expected_latency_ns, answer if batch_size == 1 else None)
         summary: dict[str, Any] = {}
         activity: Activity | str = HOST_TIMED
     else:

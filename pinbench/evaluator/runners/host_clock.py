@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pinbench.errors import UserError
+from pinbench.evaluator.runners.clock_answers import Answers
 from pinbench.evaluator.runners.host_figures import LATENCIES
 from pinbench.registry.request import Scenario
 from pinbench.worker import clock_wire as w
@@ -63,9 +64,6 @@ class HostClock:
         link: PipeLink | SocketLink,
         unique: bool = False,
     ) -> None:
-        import mlperf_loadgen
-
-        self._lg: Any = mlperf_loadgen  # imported once, off LoadGen's hot path
         self._scenario, self._batch, self._declared = scenario, batch_size, samples
         self._log_dir, self._stop = log_dir, stop
         self.link = link
@@ -74,30 +72,34 @@ class HostClock:
         self._gone = threading.Event()  # the worker has ended: a link waiting for it gives up
         self._channel: Ring | w.PipeChannel | None = None
         self._frames: w.Frames | None = None
-        self._guard = threading.Lock()
-        self._waiting: dict[int, tuple[int, int]] = {}  # query id -> (issued when, sample)
-        self.seals: dict[int, bytes] = {}
-        """Each sample's answer, sealed by the worker (``answer_seal``): the first it gave."""
-        self.unsteady: set[int] = set()
-        """The samples the worker answered twice, differently."""
-        self._broken = ""
-        self._ended = False
-        self._calls: list[int] = []
-        self._samples = 0
-        self._first_issue = self._last_answer = self._previous = 0
+        self._answers: Answers | None = None  # LoadGen's callbacks, once the link connected
+        self._broken = ""  # before the test: the worker's hello or pings broke the protocol
         self._pid = 0
         self._closed = False
         self._link_left = False  # close() left the link to the thread, still in its test
         self._ending = threading.Lock()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._reader = threading.Thread(target=self._read, daemon=True)
         self._inline = scenario.name != "Server"
-        """Whether LoadGen's own thread waits for each query's answers (``_issue``): where it
-        issues the next query only once the last is answered (SingleStream, MultiStream, and
-        Offline's one query), no reader thread hands them over (a handover of Python's lock
-        between two threads cost a query tens of µs here); Server's overlap."""
+        """Whether LoadGen's own thread waits for each query's answers (``Answers.issue``):
+        where it issues the next query only once the last is answered (SingleStream,
+        MultiStream, and Offline's one query), no reader thread hands them over (a handover of
+        Python's lock between two threads cost a query tens of µs here); Server's overlap."""
         self._tested: dict[str, Any] | None = None
         self._failed: BaseException | None = None
+
+    @property
+    def seals(self) -> dict[int, bytes]:
+        """Each sample's answer, sealed by the worker (``answer_seal``): the first it gave."""
+        return self._answers.seals if self._answers is not None else {}
+
+    @property
+    def unsteady(self) -> set[int]:
+        """The samples the worker answered twice, differently."""
+        return self._answers.unsteady if self._answers is not None else set()
+
+    def _reason(self) -> str:
+        """Why the worker broke the test (or left mid-test); empty where it did not."""
+        return self._broken or (self._answers.broken if self._answers is not None else "")
 
     def worker_fds(self) -> tuple[int, ...]:
         """The pipes' descriptors the worker inherits (none: it connects to a socket)."""
@@ -140,8 +142,8 @@ class HostClock:
             self._thread.join(timeout=10)
         if self._failed is not None:
             raise self._failed
-        if self._broken:
-            raise ClockBroken(reason=self._broken)
+        if self._reason():
+            raise ClockBroken(reason=self._reason())
 
     def apply(self, evidence: Evidence) -> None:
         """The host's figures in place of whatever the worker said of time and the machine."""
@@ -173,6 +175,7 @@ class HostClock:
                     return  # the worker ended before it connected: its own error is the run's
                 self._channel = channel(fds, host=True, spin_ns=w.SPIN_NS)
                 self._frames = frames = w.Frames(self._channel, b"HPC")
+                self._answers = Answers(self._channel, frames, inline=self._inline)
                 kind, _, body = frames.next()
             except (w.WireError, OSError):
                 return  # the worker ended before its test: its own error is the run's
@@ -187,7 +190,8 @@ class HostClock:
         except BaseException as exc:  # the stop's error, LoadGen's refusal: the run's
             self._failed = exc
         finally:
-            self._ended = True
+            if self._answers is not None:
+                self._answers.ended = True
             with self._ending:
                 if not self._closed and self._channel is not None:
                     with contextlib.suppress(OSError, w.WireError):
@@ -234,16 +238,18 @@ class HostClock:
 
             per_query = scenario.samples_per_query if scenario.name == "MultiStream" else 1
             settings = unique(settings, count, per_query)
+        answers = self._answers
+        assert answers is not None  # made once the link connected, before any test
         if not self._inline:
             if isinstance(self._channel, Ring):  # Server's reader sleeps between answers: a
                 self._channel.spin_ns = 0  # spin holding Python's lock would stall LoadGen's issues
-            self._reader.start()
+            threading.Thread(target=answers.read, daemon=True).start()
         self._unbroken()
         with EnergyMeter.open() as meter:
             meter.start()
             before = cpu_s(self._pid)
             summary, machine = metered_test(
-                self._issue, count, settings, self._log_dir, self._stop, own_cpu=self._own_cpu
+                answers.issue, count, settings, self._log_dir, self._stop, own_cpu=self._own_cpu
             )
             worker_cpu = cpu_s(self._pid) - before
             energy = meter.stop()
@@ -253,17 +259,17 @@ class HostClock:
             "energy": energy,
             "crossing_ns": crossing,
             "count": count,
-            "calls": self._calls,
-            "samples": self._samples,
-            "span_ns": self._last_answer - self._first_issue,
+            "calls": answers.calls,
+            "samples": answers.samples,
+            "span_ns": answers.last_answer - answers.first_issue,
             "worker_cpu_s": worker_cpu,
         }
 
     def _unbroken(self) -> None:
         """Before each LoadGen test: a worker that broke the last one (or left) ends the run
         here, not after every test it has left has run its course unanswered."""
-        if self._broken:
-            raise w.WireError(self._broken)
+        if self._reason():
+            raise w.WireError(self._reason())
 
     def _own_cpu(self) -> float:
         """The CPU time of this process and of the worker's processes (its sandbox's)."""
@@ -281,93 +287,6 @@ class HostClock:
     def _next(self) -> tuple[bytes, int, bytes]:
         assert self._frames is not None  # made once the link connected, before any test
         return self._frames.next()
-
-    # --- LoadGen's callbacks and the answers' reader ----------------------------------
-
-    def _issue(self, queries: list[Any]) -> None:
-        now = time.perf_counter_ns()
-        with self._guard:  # decided under the lock: ``_break`` completes what waits, once
-            taken = not self._broken
-            if taken:
-                if not self._first_issue:
-                    self._first_issue = now
-                for q in queries:
-                    self._waiting[q.id] = (now, q.index)
-        if not taken:
-            lg = self._lg
-            lg.QuerySamplesComplete([lg.QuerySampleResponse(q.id, 0, 0) for q in queries])
-            return
-        try:
-            self._send(w.queries([(q.id, q.index) for q in queries]))
-        except OSError as exc:
-            self._break(f"the worker's pipe: {exc.strerror or exc}")
-            return
-        except w.WireError as exc:
-            self._break(str(exc))
-            return
-        if self._inline:  # LoadGen's thread takes the answers: nothing else is outstanding
-            try:
-                while self._waiting:
-                    self._take()
-            except BaseException as exc:  # never into LoadGen: the test ends, the run fails
-                self._break(str(exc) or type(exc).__name__)
-
-    def _read(self) -> None:
-        """Server's answers, on a thread of their own (its queries overlap)."""
-        try:
-            while True:
-                self._take()
-        except BaseException as exc:  # a reader that ends unbroken leaves LoadGen waiting
-            if not (self._ended and not self._waiting):
-                self._break(str(exc) or type(exc).__name__)
-
-    def _take(self) -> None:
-        """One frame of answers: checked, timed, completed in LoadGen, their seals kept."""
-        lg, seals = self._lg, self.seals
-        kind, n, body = self._next()
-        arrived = time.perf_counter_ns()
-        if kind != b"C" or n == 0:
-            raise w.WireError(f"a {kind!r} frame of {n} entries during the test")
-        if n == 1:  # the hot path: one answer (as below, with less Python around it)
-            ident, sealed = w.ANSWER.unpack(body)
-            with self._guard:
-                one = self._waiting.pop(ident, None)
-            if one is None:
-                raise w.WireError("the worker answered a query it was not asked (or twice)")
-            when, index = one
-            self._calls.append(arrived - (when if when > self._previous else self._previous))
-            self._previous = self._last_answer = arrived
-            self._samples += 1
-            lg.QuerySamplesComplete([lg.QuerySampleResponse(ident, 0, 0)])
-            if seals.setdefault(index, sealed) != sealed:
-                self.unsteady.add(index)
-            return
-        answers = list(w.ANSWER.iter_unpack(body))
-        with self._guard:  # all checked before any is taken: ``_break`` completes
-            ids = [i for i, _ in answers]  # every query still waiting, once
-            asked = len(set(ids)) == n and all(i in self._waiting for i in ids)
-            issued = [self._waiting.pop(i) for i in ids] if asked else []
-        if not asked:
-            raise w.WireError("the worker answered a query it was not asked (or twice)")
-        first = min(when for when, _ in issued)
-        self._calls.append(arrived - max(first, self._previous))
-        self._previous = self._last_answer = arrived
-        self._samples += n
-        lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i, _ in answers])
-        for (_, index), (_, sealed) in zip(issued, answers, strict=True):
-            if seals.setdefault(index, sealed) != sealed:
-                self.unsteady.add(index)
-
-    def _break(self, reason: str) -> None:
-        """Every query waiting is answered without the worker (LoadGen ends its test) and the
-        run fails with ``reason``."""
-        lg = self._lg
-        with self._guard:
-            self._broken = self._broken or reason
-            waiting = list(self._waiting)
-            self._waiting.clear()
-        if waiting:
-            lg.QuerySamplesComplete([lg.QuerySampleResponse(i, 0, 0) for i in waiting])
 
 
 def for_run(
