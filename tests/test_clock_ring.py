@@ -200,3 +200,41 @@ def test_a_wake_up_to_a_worker_that_closed_its_pipe_is_not_the_hosts_error(pair:
     pair.fds.remove(pair.worker_ends[0])
     for _ in range(3):
         pair.host.send(w.frame(b"P", 0))
+
+
+def test_the_host_moves_off_the_worker_s_cpu_and_the_worker_never_moves(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sides on one CPU would both sleep (``_apart``): the host's thread moves to another
+    CPU it may run on before it polls, its set of CPUs as it was after; the worker's side,
+    on the host's CPU, sleeps and does not move (only one side moves: they never chase each
+    other)."""
+    allowed = os.sched_getaffinity(0)
+    calls: list[set[int]] = []
+    real = os.sched_setaffinity
+
+    def recorded(pid: int, cpus: set[int]) -> None:
+        calls.append(set(cpus))
+        real(pid, cpus)
+
+    monkeypatch.setattr(os, "sched_setaffinity", recorded)
+    words = memoryview(pair.worker._map)[: r.DATA].cast("Q")
+    read_cpu = pair.host._cpu
+    assert read_cpu is not None
+    here = read_cpu()
+    first = [here]  # the host's first reading is ``here`` whatever moved it since
+    pair.host._cpu = lambda: first.pop() if first else read_cpu()
+    words[r._WORKER_CPU] = here + 1  # the worker last waited on the host's CPU
+    apart = pair.host._apart()
+    assert os.sched_getaffinity(0) == allowed
+    if len(allowed) > 1:
+        assert calls == [allowed - {here}, allowed]
+        assert apart and words[r._HOST_CPU] - 1 in allowed - {here}
+    else:  # nowhere to go: the host sleeps, as a side kept to one CPU does
+        assert not apart and not calls
+    calls.clear()
+    pair.worker._cpu = lambda: here
+    words[r._HOST_CPU] = here + 1  # the host last waited on the worker's CPU
+    assert not pair.worker._apart()
+    assert not calls
+    words.release()

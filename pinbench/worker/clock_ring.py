@@ -118,9 +118,9 @@ class Ring:
         cpus = (_HOST_CPU, _WORKER_CPU)
         self._my_cpu, self._their_cpu = cpus if host else cpus[::-1]
         self._cpu = _cpu_reader()
-        self._cpus: set[int] = set(os.sched_getaffinity(0)) if host else set()
-        """The CPUs the host may run on (``_move_from``); none on the worker's side: only the
-        host moves, so the two never chase each other."""
+        self._moves = host
+        """Whether this side moves off the other's CPU before it polls (``_move_from``): the
+        host's only, so that the two never chase each other."""
         self._tail = 0  # what this side has written, kept here (never read back)
         self._head = 0  # what this side has read, kept here
         os.set_blocking(wait_fd, False)
@@ -334,7 +334,7 @@ class Ring:
             return True
         here = self._cpu() + 1
         words = self._words
-        if here == words[self._their_cpu] and self._cpus:
+        if here == words[self._their_cpu] and self._moves:
             here = self._move_from(here - 1) + 1
         words[self._my_cpu] = here
         return bool(here != words[self._their_cpu])
@@ -347,15 +347,17 @@ class Ring:
         slept on their pipes and a query crossed for 20-50 µs, where apart it crossed for 4-5
         (docs/benchmarks.md §38). The CPU it is on after."""
         assert self._cpu is not None  # only where the CPU can be read
-        others = self._cpus - {cpu}
-        if not others:
-            return cpu
         try:
+            allowed = os.sched_getaffinity(0)
+            others = allowed - {cpu}
+            if not others:
+                return cpu
             os.sched_setaffinity(0, others)
-            os.sched_setaffinity(0, self._cpus)
-        except OSError:  # a CPU set that changed under the process: left where it is
+            moved = int(self._cpu())  # read where it cannot be ``cpu``
+            os.sched_setaffinity(0, allowed)
+        except OSError:  # a CPU set that changed under the thread: left where it is
             return cpu
-        return int(self._cpu())
+        return moved
 
     def _gone(self) -> bool:
         poller = select.poll()
