@@ -116,18 +116,24 @@ _remote.RemoteTest.run = lambda self, issue, count, expected, answer=None: _real
 """
 """Every answer through ``RemoteTest.complete`` (no query answered in place), where the code
 below changes what it sends."""
-ANSWERS_UNASKED = ANSWERED_BY_COMPLETE + """
+ANSWERS_UNASKED = (
+    ANSWERED_BY_COMPLETE
+    + """
 
 _real_complete = _remote.RemoteTest.complete
 _remote.RemoteTest.complete = lambda self, answers: _real_complete(
     self, [(i + 1, sealed) for i, sealed in answers]
 )
 """
-ANSWERS_TWICE = ANSWERED_BY_COMPLETE + """
+)
+ANSWERS_TWICE = (
+    ANSWERED_BY_COMPLETE
+    + """
 
 _real_complete = _remote.RemoteTest.complete
 _remote.RemoteTest.complete = lambda self, answers: _real_complete(self, answers + answers)
 """
+)
 """Code that sends each answer twice in one frame: the id it was asked, then again."""
 ANSWERS_CHEAPLY_WHEN_TIMED = """
 import numpy as _np
