@@ -93,3 +93,25 @@ def test_offline_is_planned_at_the_warm_ups_rate() -> None:
     scenario = msgspec.convert({"name": "Offline", "min_duration_ms": 1000}, Scenario)
     settings = settings_for(scenario, expected_latency_ns=5_000_000, batch_size=1)
     assert settings.offline_expected_qps == pytest.approx(200.0)
+
+
+def test_a_generation_is_planned_from_its_fastest_warm_up_call() -> None:
+    """A generation's warm-up makes few calls, its first ones slow (cold, or on a busy
+    machine): the test is planned from the fastest, not from a median the slow calls set."""
+    from types import SimpleNamespace
+
+    from pinbench.worker.generation.run import _warm_up
+    from pinbench.worker.stop import Stop
+
+    took = [0.2, 0.2, 0.004, 0.2]  # seconds each call takes, in order (then 0.2)
+    calls: list[int] = []
+
+    def answer(index: int, first: Any) -> list[int]:
+        time.sleep(took[min(len(calls), len(took) - 1)])
+        calls.append(index)
+        return [1]
+
+    job: Any = SimpleNamespace(stop=Stop())
+    expected = _warm_up(Any, [[1, 2]], 1, None, job, answer)  # type: ignore[arg-type]
+    assert set(calls) == {0} and len(calls) >= len(took)
+    assert 0.004e9 <= expected < 0.01e9  # the fastest call; the median is 0.2 s, 50 times it
