@@ -63,14 +63,17 @@ def _gone(worker: r.Ring, ident: int) -> None:
     raise SystemExit  # the worker's ends closed below
 
 
-WORKERS: dict[str, tuple[Callable[[r.Ring, int], None], str]] = {
-    "answers in place": (_right, ""),
-    "answers through send": (_through_send, ""),
-    "answers another query": (_other_id, ASKED_NOT),
-    "answers twice in one frame": (_twice_in_one_frame, ASKED_NOT),
-    "sends a ping": (_a_ping, "b'P' frame of 0 entries during the test"),
-    "goes away": (_gone, "closed"),
+WORKERS: dict[str, tuple[Callable[[r.Ring, int], None], str, bool]] = {
+    # what the worker does: the run's reason (none: answered), read in place by the host
+    "answers in place": (_right, "", True),
+    "answers through send": (_through_send, "", True),
+    "answers another query": (_other_id, ASKED_NOT, True),
+    "answers twice in one frame": (_twice_in_one_frame, ASKED_NOT, False),
+    "sends a ping": (_a_ping, "b'P' frame of 0 entries during the test", False),
+    "goes away": (_gone, "closed", False),
+    "answers across the ring's end": (_right, "", False),
 }
+ACROSS_THE_END = "answers across the ring's end"
 
 
 @pytest.fixture
@@ -80,19 +83,43 @@ def pair() -> Iterator[Pair]:
     made.close()
 
 
+def _to_the_rings_end(pair: Pair, frames: w.Frames) -> None:
+    """The worker's ring filled to a few bytes short of its end (one frame of answers the host
+    reads): its next answer's frame lies across the end."""
+    entries = (r.CAPACITY - w.HEAD.size - 1) // w.ANSWER.size
+    pair.worker.send(w.answered([(i, SEAL) for i in range(entries)]))
+    assert frames.next()[1] == entries
+    assert 0 < r.CAPACITY - (w.HEAD.size + entries * w.ANSWER.size) < w.ANSWER_FRAME.size
+
+
 @pytest.mark.parametrize("behaviour", WORKERS, ids=list(WORKERS))
-def test_a_query_is_completed_once_whatever_the_worker_answers(pair: Pair, behaviour: str) -> None:
-    act, broken = WORKERS[behaviour]
-    answers = Answers(pair.host, w.Frames(pair.host, b"HPC"), inline=True)
+def test_a_query_is_completed_once_whatever_the_worker_answers(
+    pair: Pair, behaviour: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    act, broken, in_place = WORKERS[behaviour]
+    frames = w.Frames(pair.host, b"HPC")
+    if behaviour == ACROSS_THE_END:
+        _to_the_rings_end(pair, frames)
+    answers = Answers(pair.host, frames, inline=True)
     lg = answers._lg = Recorder()
+    general: list[int] = []  # the host's reads the general way (``Frames.next``)
+    read = frames.next
+
+    def counted() -> w.Frame:
+        general.append(1)
+        return read()
+
+    monkeypatch.setattr(frames, "next", counted)
+    failed: list[BaseException] = []
 
     def worker() -> None:
-        frames = w.Frames(pair.worker, b"PIE")
-        fields = frames.one(w.QUERY_FRAME, b"I")
-        assert fields is not None and fields[2:] == (41, 7)
         try:
+            fields = w.Frames(pair.worker, b"PIE").one(w.QUERY_FRAME, b"I")
+            assert fields is not None and fields[2:] == (41, 7)
             act(pair.worker, 41)
-        except SystemExit:
+        except BaseException as exc:  # gone (``_gone``), or failed: the host's wait ends
+            if not isinstance(exc, SystemExit):
+                failed.append(exc)
             for fd in pair.worker_ends:
                 os.close(fd)
             pair.fds = [fd for fd in pair.fds if fd not in pair.worker_ends]
@@ -101,7 +128,9 @@ def test_a_query_is_completed_once_whatever_the_worker_answers(pair: Pair, behav
     side.start()
     answers.issue([Query(41, 7)])
     side.join(timeout=30)
+    assert not failed
     assert lg.completed == [41]  # once, answered or not
+    assert (not general) == in_place
     if broken:
         assert broken in answers.broken
         assert answers.samples == 0 and not answers.seals

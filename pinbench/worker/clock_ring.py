@@ -353,11 +353,12 @@ class Ring:
             if not others:
                 return cpu
             os.sched_setaffinity(0, others)
-            moved = int(self._cpu())  # read where it cannot be ``cpu``
-            os.sched_setaffinity(0, allowed)
         except OSError:  # a CPU set that changed under the thread: left where it is
             return cpu
-        return moved
+        try:
+            return int(self._cpu())  # read where it cannot be ``cpu``
+        finally:
+            os.sched_setaffinity(0, allowed)
 
     def _gone(self) -> bool:
         poller = select.poll()
